@@ -1,0 +1,33 @@
+# Two commands for a newcomer on a fresh machine:
+#   make train   set up .venv if missing, then train an agent with the default config
+#   make test    set up .venv if missing, then run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup train test evaluate bench lint
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	# torch first: 2.13.0 is a local CPU build; any other request pulls a multi-GB CUDA build
+	$(BIN)/python -m pip install torch==2.13.0
+	$(BIN)/python -m pip install -e ".[dev]"
+	touch $@
+
+setup: $(BIN)/.installed
+
+train: setup
+	$(BIN)/python train.py
+
+test: setup
+	$(BIN)/python -m pytest
+
+evaluate: setup
+	$(BIN)/python evaluate.py --agents ev greedy --games 1000 --seed 0
+
+bench: setup
+	$(BIN)/python benchmarks/core_throughput.py
+
+lint: setup
+	$(BIN)/ruff check .
