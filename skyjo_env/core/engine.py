@@ -73,10 +73,13 @@ class IllegalActionError(ValueError):
     """An action that the legal-action mask forbids; the message says which, where, why."""
 
 
+_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
+
+
 def _overflow_quiet():
     # splitmix64 relies on wrapping uint64 arithmetic, which numpy scalars (used when
     # NUMBA_DISABLE_JIT=1 runs the kernels as Python) would report as overflow.
-    if numba.config.DISABLE_JIT:
+    if _JIT_DISABLED:
         return np.errstate(over="ignore")
     return contextlib.nullcontext()
 
@@ -139,10 +142,9 @@ class BatchState:
     final_grid: np.ndarray
     final_slot_state: np.ndarray
 
-    @property
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        """The arrays in kernel argument order (state, then params and deck)."""
-        return (
+    def __post_init__(self) -> None:
+        # built once: the hot paths pass these to every kernel call
+        self._arrays = (
             self.grid,
             self.slot_state,
             self.draw_pile,
@@ -155,6 +157,11 @@ class BatchState:
             self.params,
             self.deck,
         )
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The arrays in kernel argument order (state, then params and deck)."""
+        return self._arrays
 
     @property
     def batch_size(self) -> int:
@@ -319,12 +326,13 @@ def legal_action_mask(state: BatchState, out: np.ndarray | None = None) -> np.nd
     return out
 
 
-def step(state: BatchState, actions) -> np.ndarray:
+def step(state: BatchState, actions, events: np.ndarray | None = None) -> np.ndarray:
     """Apply one action per game (`NO_ACTION` = -1 leaves a game untouched).
 
     Args:
         state: The batch, changed in place.
         actions: int array of shape (B,).
+        events: Optional int32 (B,) array to write the events into (saves an allocation).
 
     Returns:
         int32 array (B,) of event bits per game: EVENT_ROUND_ENDED, EVENT_GAME_ENDED,
@@ -334,17 +342,31 @@ def step(state: BatchState, actions) -> np.ndarray:
         IllegalActionError: Some action is not legal; no game was changed. The message
             names the game, the action, the phase and why it is illegal.
     """
-    actions = np.asarray(actions)
-    if actions.shape != (state.batch_size,):
-        raise ValueError(f"actions must have shape ({state.batch_size},), got {actions.shape}")
-    if not np.issubdtype(actions.dtype, np.integer):
-        raise ValueError(f"actions must be integers, got dtype {actions.dtype}")
-    events = np.zeros(state.batch_size, np.int32)
-    with _overflow_quiet():
-        bad = kernels.step_batch(*state.arrays, actions.astype(np.int64, copy=False), events)
+    if not (
+        type(actions) is np.ndarray
+        and actions.dtype == np.int64
+        and actions.shape == (state.batch_size,)
+    ):
+        actions = _as_action_array(actions, state.batch_size)
+    if events is None:
+        events = np.empty(state.batch_size, np.int32)
+    if _JIT_DISABLED:
+        with _overflow_quiet():
+            bad = kernels.step_batch(*state.arrays, actions, events)
+    else:
+        bad = kernels.step_batch(*state.arrays, actions, events)
     if bad >= 0:
         raise IllegalActionError(illegal_action_message(state, bad, int(actions[bad])))
     return events
+
+
+def _as_action_array(actions, batch_size: int) -> np.ndarray:
+    array = np.asarray(actions)
+    if array.shape != (batch_size,):
+        raise ValueError(f"actions must have shape ({batch_size},), got {array.shape}")
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"actions must be integers, got dtype {array.dtype}")
+    return array.astype(np.int64)
 
 
 _KINDS_BY_PHASE = {
