@@ -1,0 +1,546 @@
+"""Rule-based baselines: ``greedy`` (thresholds) and ``ev`` (expected value + card counting).
+
+Both act only from the observation vector and the legal-action mask (the Agent protocol
+of `skyjo_env.protocol`), decoded inside compiled kernels with the slices of
+`skyjo_env.encoding.ObservationLayout`: they cannot see a face-down card or the draw pile
+order, because the observation does not contain them.
+
+greedy
+    * Initial reveals and reveals after a discard: the first face-down slot.
+    * Choose source: take the discard top if it is at most ``take_threshold`` (4) or
+      lower than its highest face-up card minus ``improve_margin`` (6); else draw.
+    * Taken discard card: replace the highest face-up card if that is higher, else the
+      first face-down slot.
+    * Drawn card: if it is at most ``keep_threshold`` (4), place it like a taken card;
+      else if it is lower than the highest face-up card, replace that; else discard it
+      and reveal.
+
+ev
+    Values a face-down card at the mean ``mu`` of the cards it has not seen (card
+    counting from the observation's ``unseen_counts``) and scores a grid by its expected
+    sum minus a bonus for columns one card short of elimination (``pair_bonus`` times the
+    points the elimination would remove, when a copy of the missing value is still
+    unseen). Every placement and reveal is scored by the expected drop of that value,
+    eliminations included; the reveal of a face-down card by its expectation over the
+    unseen values. Draw or take: taking is worth the best placement of the discard top;
+    drawing is worth the expectation, over the unseen values, of the best of placing the
+    drawn card or discarding it and revealing. Going out: an action that would turn the
+    last face-down card up (before anyone has finished) is scored with the finisher
+    penalty it risks: the own final score is compared with each opponent's expected
+    score (face-up sum + ``mu`` per face-down card - ``opponent_turn_gain``); if an
+    opponent may end at or below it, the penalty is charged in full; going out while
+    clearly ahead earns ``finish_bonus``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from skyjo_env.core.actions import Phase
+from skyjo_env.core.layout import (
+    PENALTY_FLAT,
+    PENALTY_FLAT_THEN_MULTIPLIER,
+    PENALTY_MULTIPLIER,
+    PENALTY_MULTIPLIER_THEN_FLAT,
+)
+from skyjo_env.core.rules import FINISHER_PENALTY_MODES, SkyjoRules
+from skyjo_env.encoding import ObservationLayout
+
+jit = numba.njit(cache=True, nogil=True)
+
+_INITIAL_REVEAL = int(Phase.INITIAL_REVEAL)
+_CHOOSE_SOURCE = int(Phase.CHOOSE_SOURCE)
+_PLACE_DRAWN = int(Phase.PLACE_DRAWN)
+_PLACE_DISCARD = int(Phase.PLACE_DISCARD)
+_REVEAL_AFTER_DISCARD = int(Phase.REVEAL_AFTER_DISCARD)
+
+# indices into the `offsets` array handed to the kernels
+_OWN_VALUES, _OWN_HIDDEN, _OWN_CLEARED = 0, 1, 2
+_OPP_VALUES, _OPP_HIDDEN, _OPP_CLEARED = 3, 4, 5
+_DISCARD_TOP, _HELD_CARD, _PHASE, _UNSEEN, _FINAL_LAP = 6, 7, 8, 9, 10
+_OFFSET_PIECES = (
+    "own_values",
+    "own_hidden",
+    "own_cleared",
+    "opponent_values",
+    "opponent_hidden",
+    "opponent_cleared",
+    "discard_top",
+    "held_card",
+    "phase",
+    "unseen_counts",
+    "final_lap",
+)
+
+# indices into the `geometry` array: the rules the heuristics need
+_PLAYERS, _ROWS, _COLS, _COLUMN_ELIM, _ROW_ELIM = 0, 1, 2, 3, 4
+_PENALTY_MODE, _MULTIPLIER, _FLAT, _CONDITION_LT, _ONLY_IF_POSITIVE = 5, 6, 7, 8, 9
+
+
+def _layout_arrays(rules: SkyjoRules) -> tuple[np.ndarray, np.ndarray, float]:
+    layout = ObservationLayout(rules)
+    slices = layout.describe()
+    offsets = np.array([slices[name].start for name in _OFFSET_PIECES], dtype=np.int64)
+    geometry = np.array(
+        [
+            rules.num_players,
+            rules.rows,
+            rules.cols,
+            rules.column_elimination,
+            rules.row_elimination,
+            FINISHER_PENALTY_MODES.index(rules.finisher_penalty_mode),
+            rules.finisher_multiplier,
+            rules.finisher_flat_penalty,
+            rules.finisher_penalty_condition == "other_lt",
+            rules.finisher_penalty_only_if_positive,
+        ],
+        dtype=np.int64,
+    )
+    return offsets, geometry, layout.value_scale
+
+
+def _check_inputs(observations, action_masks, size: int):
+    observations = np.ascontiguousarray(observations, dtype=np.float32)
+    action_masks = np.ascontiguousarray(action_masks, dtype=np.bool_)
+    if observations.ndim == 1:
+        observations, action_masks = observations[None], action_masks.reshape(1, -1)
+    if observations.shape[1] != size:
+        raise ValueError(
+            f"observations have {observations.shape[1]} features; these rules give {size}"
+        )
+    if not action_masks.any(axis=1).all():
+        raise ValueError("every row of action_masks needs at least one legal action")
+    return observations, action_masks
+
+
+# ---------------------------------------------------------------- decoding
+
+
+@jit
+def _card(obs, n, index, scale):
+    return np.floor(obs[n, index] * scale + 0.5)
+
+
+@jit
+def _own_grid(obs, n, offsets, slots, scale, values, hidden, cleared):
+    for s in range(slots):
+        values[s] = _card(obs, n, offsets[_OWN_VALUES] + s, scale)
+        hidden[s] = obs[n, offsets[_OWN_HIDDEN] + s] > 0.5
+        cleared[s] = obs[n, offsets[_OWN_CLEARED] + s] > 0.5
+
+
+@jit
+def _phase(obs, n, offsets):
+    best = 0
+    for k in range(6):
+        if obs[n, offsets[_PHASE] + k] > obs[n, offsets[_PHASE] + best]:
+            best = k
+    return best
+
+
+@jit
+def _first_legal(mask_row, start, count):
+    for a in range(start, start + count):
+        if mask_row[a]:
+            return a
+    return -1
+
+
+# ---------------------------------------------------------------- greedy
+
+
+@jit
+def _greedy_place_slot(values, hidden, cleared, slots, card):
+    """Replace the highest face-up card above ``card``, else the first face-down slot."""
+    best, best_value = -1, -1e9
+    for s in range(slots):
+        if not hidden[s] and not cleared[s] and values[s] > card and values[s] > best_value:
+            best, best_value = s, values[s]
+    if best >= 0:
+        return best
+    for s in range(slots):
+        if hidden[s]:
+            return s
+    return -1
+
+
+@jit
+def greedy_actions(obs, masks, offsets, slots, scale, take_threshold, keep_threshold,
+                   improve_margin, out):
+    """Greedy decisions for every row; see the module docstring."""
+    values = np.empty(slots, np.float64)
+    hidden = np.empty(slots, np.bool_)
+    cleared = np.empty(slots, np.bool_)
+    for n in range(obs.shape[0]):
+        mask = masks[n]
+        phase = _phase(obs, n, offsets)
+        _own_grid(obs, n, offsets, slots, scale, values, hidden, cleared)
+        highest = -1e9
+        for s in range(slots):
+            if not hidden[s] and not cleared[s] and values[s] > highest:
+                highest = values[s]
+        action = -1
+        if phase == _CHOOSE_SOURCE:
+            top = _card(obs, n, offsets[_DISCARD_TOP], scale)
+            take = top <= take_threshold or top < highest - improve_margin
+            action = slots + 1 if take and mask[slots + 1] else slots
+        elif phase == _PLACE_DISCARD or phase == _PLACE_DRAWN:
+            card = _card(obs, n, offsets[_HELD_CARD], scale)
+            slot = _greedy_place_slot(values, hidden, cleared, slots, card)
+            if phase == _PLACE_DRAWN and card > keep_threshold:
+                slot = -1
+                if card < highest:
+                    slot = _greedy_place_slot(values, hidden, cleared, slots, card)
+                    if hidden[slot]:
+                        slot = -1
+            action = slots + 2 + slot if slot >= 0 else 2 * slots + 2
+        if action < 0 or not mask[action]:
+            action = _first_legal(mask, 0, mask.shape[0])
+        out[n] = action
+
+
+class GreedyAgent:
+    """The threshold player described in the module docstring (deterministic)."""
+
+    def __init__(
+        self,
+        rules: SkyjoRules | None = None,
+        seed: int | None = None,
+        take_threshold: int = 4,
+        keep_threshold: int = 4,
+        improve_margin: int = 6,
+        name: str = "greedy",
+    ):
+        self.name = name
+        self.rules = rules or SkyjoRules()
+        self.offsets, _, self.scale = _layout_arrays(self.rules)
+        self.size = ObservationLayout(self.rules).size
+        self.take_threshold = float(take_threshold)
+        self.keep_threshold = float(keep_threshold)
+        self.improve_margin = float(improve_margin)
+
+    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
+        observations, action_masks = _check_inputs(observations, action_masks, self.size)
+        out = np.empty(observations.shape[0], np.int64)
+        greedy_actions(
+            observations,
+            action_masks,
+            self.offsets,
+            self.rules.num_slots,
+            self.scale,
+            self.take_threshold,
+            self.keep_threshold,
+            self.improve_margin,
+            out,
+        )
+        return out
+
+
+# ---------------------------------------------------------------- ev
+
+
+@jit
+def _penalised(score, geometry):
+    mode = geometry[_PENALTY_MODE]
+    m = geometry[_MULTIPLIER]
+    f = geometry[_FLAT]
+    if mode == PENALTY_MULTIPLIER:
+        return score * m
+    if mode == PENALTY_FLAT:
+        return score + f
+    if mode == PENALTY_FLAT_THEN_MULTIPLIER:
+        return (score + f) * m
+    if mode == PENALTY_MULTIPLIER_THEN_FLAT:
+        return score * m + f
+    return score
+
+
+@jit
+def _eliminate_at(values, hidden, cleared, slot, geometry):
+    """Clear the lines through ``slot`` that are face up and equal (as the engine does)."""
+    rows = geometry[_ROWS]
+    cols = geometry[_COLS]
+    col = slot % cols
+    row = slot // cols
+    column_done = geometry[_COLUMN_ELIM] != 0 and rows >= 2
+    if column_done:
+        for r in range(rows):
+            s = r * cols + col
+            if hidden[s] or cleared[s] or values[s] != values[slot]:
+                column_done = False
+                break
+    row_done = geometry[_ROW_ELIM] != 0 and cols >= 2
+    if row_done:
+        for c in range(cols):
+            s = row * cols + c
+            if hidden[s] or cleared[s] or values[s] != values[slot]:
+                row_done = False
+                break
+    if column_done:
+        for r in range(rows):
+            cleared[r * cols + col] = True
+    if row_done:
+        for c in range(cols):
+            cleared[row * cols + c] = True
+
+
+@jit
+def _grid_value(values, hidden, cleared, mu, probs, card_values, geometry, pair_bonus):
+    """Expected grid sum minus the bonus for columns one matching card short."""
+    rows = geometry[_ROWS]
+    cols = geometry[_COLS]
+    total = 0.0
+    for s in range(values.shape[0]):
+        if cleared[s]:
+            continue
+        total += mu if hidden[s] else values[s]
+    if geometry[_COLUMN_ELIM] == 0 or rows < 2:
+        return total
+    for c in range(cols):
+        # find a value held face up by rows-1 slots of the column, the last slot differing
+        for r0 in range(rows):
+            s0 = r0 * cols + c
+            if hidden[s0] or cleared[s0]:
+                continue
+            same = 0
+            blocked = False
+            for r in range(rows):
+                s = r * cols + c
+                if cleared[s]:
+                    blocked = True
+                elif not hidden[s] and values[s] == values[s0]:
+                    same += 1
+            if blocked:
+                break
+            if same != rows - 1 or same < 2 or values[s0] <= 0:
+                continue
+            chance = 0.0
+            for v in range(card_values.shape[0]):
+                if card_values[v] == values[s0]:
+                    chance = probs[v]
+            if chance > 0.0:
+                total -= pair_bonus * values[s0] * rows * min(1.0, 6.0 * chance)
+            break
+    return total
+
+
+@jit
+def _count_hidden(hidden, cleared):
+    n = 0
+    for s in range(hidden.shape[0]):
+        if hidden[s] and not cleared[s]:
+            n += 1
+    return n
+
+
+@jit
+def _known_sum(values, hidden, cleared, mu):
+    total = 0.0
+    for s in range(values.shape[0]):
+        if not cleared[s]:
+            total += mu if hidden[s] else values[s]
+    return total
+
+
+@jit
+def _going_out_cost(values, hidden, cleared, opponent_best, geometry, finish_bonus, margin):
+    """Extra expected cost of ending the round with this grid (all face up)."""
+    mine = _known_sum(values, hidden, cleared, 0.0)
+    at_risk = opponent_best <= mine + margin
+    if geometry[_CONDITION_LT] != 0:
+        at_risk = opponent_best < mine + margin
+    if not at_risk:
+        return -finish_bonus
+    if geometry[_ONLY_IF_POSITIVE] != 0 and mine <= 0:
+        return 0.0
+    return _penalised(mine, geometry) - mine
+
+
+@jit
+def _after_place(values, hidden, cleared, slot, card, geometry, scratch_v, scratch_h, scratch_c):
+    scratch_v[:] = values
+    scratch_h[:] = hidden
+    scratch_c[:] = cleared
+    scratch_v[slot] = card
+    scratch_h[slot] = False
+    _eliminate_at(scratch_v, scratch_h, scratch_c, slot, geometry)
+
+
+@jit
+def _outcome_value(sv, sh, sc, mu, probs, card_values, geometry, pair_bonus, final_lap,
+                   opponent_best, finish_bonus, margin):
+    value = _grid_value(sv, sh, sc, mu, probs, card_values, geometry, pair_bonus)
+    if not final_lap and _count_hidden(sh, sc) == 0:
+        value += _going_out_cost(sv, sh, sc, opponent_best, geometry, finish_bonus, margin)
+    return value
+
+
+@jit
+def _best_place(values, hidden, cleared, card, mu, probs, card_values, geometry, pair_bonus,
+                final_lap, opponent_best, finish_bonus, margin, sv, sh, sc):
+    """(lowest outcome value, slot) over every non-cleared slot for ``card``."""
+    best, best_slot = 1e18, -1
+    for s in range(values.shape[0]):
+        if cleared[s]:
+            continue
+        _after_place(values, hidden, cleared, s, card, geometry, sv, sh, sc)
+        value = _outcome_value(sv, sh, sc, mu, probs, card_values, geometry, pair_bonus,
+                               final_lap, opponent_best, finish_bonus, margin)
+        if value < best:
+            best, best_slot = value, s
+    return best, best_slot
+
+
+@jit
+def _best_reveal(values, hidden, cleared, mu, probs, card_values, geometry, pair_bonus,
+                 final_lap, opponent_best, finish_bonus, margin, sv, sh, sc):
+    """(lowest expected outcome value, slot) over the face-down slots."""
+    best, best_slot = 1e18, -1
+    for s in range(values.shape[0]):
+        if not hidden[s] or cleared[s]:
+            continue
+        expected = 0.0
+        for v in range(card_values.shape[0]):
+            if probs[v] == 0.0:
+                continue
+            _after_place(values, hidden, cleared, s, card_values[v], geometry, sv, sh, sc)
+            expected += probs[v] * _outcome_value(sv, sh, sc, mu, probs, card_values, geometry,
+                                                  pair_bonus, final_lap, opponent_best,
+                                                  finish_bonus, margin)
+        if expected < best:
+            best, best_slot = expected, s
+    return best, best_slot
+
+
+@jit
+def _opponent_best(obs, n, offsets, geometry, slots, scale, mu, turn_gain):
+    """Lowest expected final score among the opponents."""
+    best = 1e18
+    for k in range(geometry[_PLAYERS] - 1):
+        total = 0.0
+        for s in range(slots):
+            i = k * slots + s
+            if obs[n, offsets[_OPP_CLEARED] + i] > 0.5:
+                continue
+            if obs[n, offsets[_OPP_HIDDEN] + i] > 0.5:
+                total += mu
+            else:
+                total += _card(obs, n, offsets[_OPP_VALUES] + i, scale)
+        best = min(best, total - turn_gain)
+    return best
+
+
+@jit
+def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
+               pair_bonus, finish_bonus, opponent_turn_gain, margin, out):
+    """Expected-value decisions for every row; see the module docstring."""
+    values = np.empty(slots, np.float64)
+    hidden = np.empty(slots, np.bool_)
+    cleared = np.empty(slots, np.bool_)
+    sv = np.empty(slots, np.float64)
+    sh = np.empty(slots, np.bool_)
+    sc = np.empty(slots, np.bool_)
+    num_values = card_values.shape[0]
+    probs = np.empty(num_values, np.float64)
+    for n in range(obs.shape[0]):
+        mask = masks[n]
+        phase = _phase(obs, n, offsets)
+        _own_grid(obs, n, offsets, slots, scale, values, hidden, cleared)
+        unseen_total = 0.0
+        for v in range(num_values):
+            probs[v] = np.floor(obs[n, offsets[_UNSEEN] + v] * card_counts[v] + 0.5)
+            unseen_total += probs[v]
+        mu = 0.0
+        for v in range(num_values):
+            probs[v] = probs[v] / unseen_total if unseen_total > 0 else 1.0 / num_values
+            mu += probs[v] * card_values[v]
+        final_lap = obs[n, offsets[_FINAL_LAP]] > 0.5
+        opp = _opponent_best(obs, n, offsets, geometry, slots, scale, mu, opponent_turn_gain)
+        action = -1
+        if phase == _INITIAL_REVEAL or phase == _REVEAL_AFTER_DISCARD:
+            _, slot = _best_reveal(values, hidden, cleared, mu, probs, card_values, geometry,
+                                   pair_bonus, final_lap, opp, finish_bonus, margin, sv, sh, sc)
+            action = slot
+        elif phase == _PLACE_DISCARD:
+            card = _card(obs, n, offsets[_HELD_CARD], scale)
+            _, slot = _best_place(values, hidden, cleared, card, mu, probs, card_values,
+                                  geometry, pair_bonus, final_lap, opp, finish_bonus, margin,
+                                  sv, sh, sc)
+            action = slots + 2 + slot
+        elif phase == _PLACE_DRAWN:
+            card = _card(obs, n, offsets[_HELD_CARD], scale)
+            place_value, slot = _best_place(values, hidden, cleared, card, mu, probs,
+                                            card_values, geometry, pair_bonus, final_lap, opp,
+                                            finish_bonus, margin, sv, sh, sc)
+            reveal_value, _ = _best_reveal(values, hidden, cleared, mu, probs, card_values,
+                                           geometry, pair_bonus, final_lap, opp, finish_bonus,
+                                           margin, sv, sh, sc)
+            action = slots + 2 + slot if place_value <= reveal_value else 2 * slots + 2
+        elif phase == _CHOOSE_SOURCE:
+            top = _card(obs, n, offsets[_DISCARD_TOP], scale)
+            take_value, _ = _best_place(values, hidden, cleared, top, mu, probs, card_values,
+                                        geometry, pair_bonus, final_lap, opp, finish_bonus,
+                                        margin, sv, sh, sc)
+            reveal_value, _ = _best_reveal(values, hidden, cleared, mu, probs, card_values,
+                                           geometry, pair_bonus, final_lap, opp, finish_bonus,
+                                           margin, sv, sh, sc)
+            draw_value = 0.0
+            for v in range(num_values):
+                if probs[v] == 0.0:
+                    continue
+                place_value, _ = _best_place(values, hidden, cleared, card_values[v], mu, probs,
+                                             card_values, geometry, pair_bonus, final_lap, opp,
+                                             finish_bonus, margin, sv, sh, sc)
+                draw_value += probs[v] * min(place_value, reveal_value)
+            action = slots + 1 if take_value <= draw_value and mask[slots + 1] else slots
+        if action < 0 or not mask[action]:
+            action = _first_legal(mask, 0, mask.shape[0])
+        out[n] = action
+
+
+class EVAgent:
+    """The expected-value player with card counting described in the module docstring."""
+
+    def __init__(
+        self,
+        rules: SkyjoRules | None = None,
+        seed: int | None = None,
+        pair_bonus: float = 0.15,
+        finish_bonus: float = 2.0,
+        opponent_turn_gain: float = 2.0,
+        margin: float = 0.0,
+        name: str = "ev",
+    ):
+        self.name = name
+        self.rules = rules or SkyjoRules()
+        self.offsets, self.geometry, self.scale = _layout_arrays(self.rules)
+        self.size = ObservationLayout(self.rules).size
+        self.card_values = self.rules.card_values.astype(np.float64)
+        self.card_counts = self.rules.card_counts.astype(np.float64)
+        self.pair_bonus = float(pair_bonus)
+        self.finish_bonus = float(finish_bonus)
+        self.opponent_turn_gain = float(opponent_turn_gain)
+        self.margin = float(margin)
+
+    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
+        observations, action_masks = _check_inputs(observations, action_masks, self.size)
+        out = np.empty(observations.shape[0], np.int64)
+        ev_actions(
+            observations,
+            action_masks,
+            self.offsets,
+            self.geometry,
+            self.rules.num_slots,
+            self.scale,
+            self.card_values,
+            self.card_counts,
+            self.pair_bonus,
+            self.finish_bonus,
+            self.opponent_turn_gain,
+            self.margin,
+            out,
+        )
+        return out
