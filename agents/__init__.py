@@ -1,0 +1,30 @@
+"""Agents for skyjo-rl: baselines, the agent registry and tournaments.
+
+`make_agent` builds an agent from a spec (``random``, ``greedy``, ``ev``,
+``package.module:Class``, ``ppo:PATH``); `play_tournament` and `evaluate_agents` pit agents
+against each other over duplicated, seat-rotated deals.
+"""
+
+from agents.registry import AgentSpecError, make_agent
+from agents.tournament import (
+    AgentActionError,
+    AgentStats,
+    TournamentResult,
+    evaluate_agents,
+    play_games,
+    play_tournament,
+)
+from skyjo_env.protocol import Agent, RandomAgent
+
+__all__ = [
+    "Agent",
+    "AgentActionError",
+    "AgentSpecError",
+    "AgentStats",
+    "RandomAgent",
+    "TournamentResult",
+    "evaluate_agents",
+    "make_agent",
+    "play_games",
+    "play_tournament",
+]

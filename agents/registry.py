@@ -1,0 +1,167 @@
+"""Build agents from short command-line specs.
+
+A spec is one of:
+
+==============================  ===============================================================
+spec                            agent
+==============================  ===============================================================
+``random``                      `skyjo_env.protocol.RandomAgent` (uniform over legal actions)
+``greedy``                      `agents.heuristics.GreedyAgent`
+``ev``                          `agents.heuristics.EVAgent`
+``package.module:ClassName``    any class following the `Agent` protocol; built with
+                                ``cls(rules=rules, seed=seed)`` when its signature takes
+                                those, else ``cls()``
+``ppo:PATH``                    a trained PPO checkpoint, via ``agents.ppo.load_ppo_agent``
+==============================  ===============================================================
+
+Imports that may not exist yet (the heuristics, the PPO module) happen only when the spec
+asks for them, so a missing optional module never breaks the other specs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.protocol import Agent, RandomAgent
+
+#: Named baselines: spec -> (module, class name), imported on demand.
+BUILTIN_AGENTS: dict[str, tuple[str, str] | None] = {
+    "random": None,
+    "greedy": ("agents.heuristics", "GreedyAgent"),
+    "ev": ("agents.heuristics", "EVAgent"),
+}
+
+VALID_FORMS = (
+    "'random', 'greedy', 'ev', 'package.module:ClassName' or 'ppo:PATH' (a PPO checkpoint)"
+)
+
+
+class AgentSpecError(ValueError):
+    """A spec that names no agent, or an agent that cannot be built or loaded."""
+
+
+def _check_agent(agent: object, spec: str) -> Agent:
+    act = getattr(agent, "act", None)
+    name = getattr(agent, "name", None)
+    if not callable(act):
+        raise AgentSpecError(f"agent spec {spec!r}: {type(agent).__name__} has no act() method")
+    if not isinstance(name, str) or not name:
+        raise AgentSpecError(
+            f"agent spec {spec!r}: {type(agent).__name__} has no non-empty 'name' string"
+        )
+    return agent  # type: ignore[return-value]
+
+
+def _accepts(callable_: object, *names: str) -> bool:
+    """Whether ``callable_`` takes every keyword in ``names`` (or ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(callable_).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return all(n in parameters and parameters[n].kind in keyword_kinds for n in names)
+
+
+def _construct(cls: type, rules: SkyjoRules, seed: int, spec: str) -> Agent:
+    if not callable(cls):
+        raise AgentSpecError(f"agent spec {spec!r}: {cls!r} is not a class")
+    try:
+        if _accepts(cls, "rules", "seed"):
+            agent = cls(rules=rules, seed=seed)
+        else:
+            agent = cls()
+    except Exception as error:  # the class's own error, reported with the spec
+        raise AgentSpecError(
+            f"agent spec {spec!r}: constructing {getattr(cls, '__name__', cls)} failed: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    return _check_agent(agent, spec)
+
+
+def _import_class(module_name: str, class_name: str, spec: str) -> type:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise AgentSpecError(
+            f"agent spec {spec!r}: cannot import module {module_name!r} ({error})"
+        ) from error
+    try:
+        return getattr(module, class_name)
+    except AttributeError:
+        raise AgentSpecError(
+            f"agent spec {spec!r}: module {module_name!r} has no attribute {class_name!r}"
+        ) from None
+
+
+def _load_ppo(path_text: str, rules: SkyjoRules, seed: int, spec: str) -> Agent:
+    if not path_text:
+        raise AgentSpecError(f"agent spec {spec!r}: give a checkpoint path after 'ppo:'")
+    path = Path(path_text)
+    if not path.exists():
+        raise AgentSpecError(f"agent spec {spec!r}: checkpoint {path_text!r} does not exist")
+    try:
+        ppo = importlib.import_module("agents.ppo")
+    except ImportError as error:
+        if getattr(error, "name", None) not in ("agents.ppo", None):
+            # agents.ppo exists but one of its own imports failed: report that one
+            raise AgentSpecError(
+                f"agent spec {spec!r}: importing agents.ppo failed ({error})"
+            ) from error
+        raise AgentSpecError(
+            f"agent spec {spec!r}: PPO checkpoints need the training module agents.ppo, "
+            "which is not installed in this checkout"
+        ) from error
+    loader = getattr(ppo, "load_ppo_agent", None)
+    if loader is None:
+        raise AgentSpecError(f"agent spec {spec!r}: agents.ppo has no load_ppo_agent()")
+    try:
+        agent = loader(path, rules, seed)
+    except Exception as error:  # corrupt or mismatched checkpoint
+        raise AgentSpecError(
+            f"agent spec {spec!r}: cannot load checkpoint {path_text!r}: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    return _check_agent(agent, spec)
+
+
+def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
+    """Build the agent a spec names.
+
+    Args:
+        spec: ``random``, ``greedy``, ``ev``, ``package.module:ClassName`` or ``ppo:PATH``.
+        rules: The rules the agent will play (its observation and action sizes follow them).
+        seed: Seed of the agent's own random generator.
+
+    Returns:
+        An object with ``act(observations float32 (N, O), action_masks bool (N, A)) -> int64
+        (N,)`` and a ``name`` string.
+
+    Raises:
+        AgentSpecError: (a `ValueError`) unknown spec form, module or class not found, a
+            class without ``act``/``name``, a missing or unloadable checkpoint, or
+            ``agents.ppo`` not available for a ``ppo:`` spec.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise AgentSpecError(f"empty agent spec {spec!r}; valid forms: {VALID_FORMS}")
+    spec = spec.strip()
+    if spec in BUILTIN_AGENTS:
+        target = BUILTIN_AGENTS[spec]
+        if target is None:
+            return RandomAgent(seed)
+        return _construct(_import_class(*target, spec), rules, seed, spec)
+    if spec.startswith("ppo:"):
+        return _load_ppo(spec[len("ppo:") :], rules, seed, spec)
+    module_name, colon, class_name = spec.partition(":")
+    if colon and module_name and class_name and all(
+        part.isidentifier() for part in module_name.split(".") + [class_name]
+    ):
+        return _construct(_import_class(module_name, class_name, spec), rules, seed, spec)
+    raise AgentSpecError(f"unknown agent spec {spec!r}; valid forms: {VALID_FORMS}")
+
+
+__all__ = ["BUILTIN_AGENTS", "VALID_FORMS", "AgentSpecError", "make_agent"]
