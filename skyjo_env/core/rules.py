@@ -273,5 +273,10 @@ def load_rules(name_or_path: str | Path, **overrides: Any) -> SkyjoRules:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
         raise ValueError(f"rules file {str(path)!r} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"rules file {str(path)!r} must hold a mapping of field -> value, "
+            f"got {type(data).__name__}"
+        )
     data.update(overrides)
     return SkyjoRules.from_dict(data)
