@@ -7,7 +7,10 @@ Design:
   of a group are the ``P`` cyclic rotations of the agents over the seats: in rotation
   ``r`` agent ``i`` sits at seat ``(i + r) % P``. Every agent thus plays every seat of
   every deal, and the luck of the deal largely cancels. The number of games is rounded up
-  to a multiple of ``P``.
+  to a multiple of ``P``. Cyclic rotations keep the agents' cyclic order, so with three or
+  more agents each one always plays right after the same neighbour; in Skyjo that matters
+  (the discard pile you draw from is your predecessor's), so compare agents with 3+ seats
+  knowing who sits before whom.
 * **One batched state.** All running games live in one `BatchState`; each decision step,
   every agent acts once for all the games where it holds the acting seat, then all games
   step at once. A finished game's slot is restarted with the next game until all are
@@ -18,8 +21,11 @@ Design:
 * **Win-rate interval.** A game's win share is 1 for a sole winner and 1/k for each of k
   tied winners. The 95% interval of an agent's win rate is a Student-t interval over
   *per-deal-group means* (the agent's mean win share over the ``P`` rotations of one deal),
-  which are independent across deals and already have the deal luck averaged out. With a
-  single deal group there is no spread to estimate and the interval is [0, 1].
+  which are independent across deals and already have the deal luck averaged out. When
+  that spread cannot be estimated (a single deal group, or every deal group with the same
+  mean, e.g. an agent that wins every game) the interval falls back to the Wilson score
+  interval with one trial per deal group, which is conservative because a per-deal mean in
+  [0, 1] varies no more than a single Bernoulli trial.
 """
 
 from __future__ import annotations
@@ -103,6 +109,32 @@ def mean_confidence_interval(samples: np.ndarray) -> tuple[float, float, float]:
         return mean, -math.inf, math.inf
     half = t_quantile_975(samples.size - 1) * float(samples.std(ddof=1)) / math.sqrt(samples.size)
     return mean, mean - half, mean + half
+
+
+def win_rate_interval(per_deal_shares: np.ndarray) -> tuple[float, float, float]:
+    """Win rate and its 95% interval from per-deal-group mean win shares.
+
+    Args:
+        per_deal_shares: float (D,), each in [0, 1]: one agent's mean win share over the
+            rotations of one deal group.
+
+    Returns:
+        ``(win_rate, low, high)``: the Student-t interval over the D means, clipped to
+        [0, 1]; the Wilson score interval with D trials when the spread is zero or D < 2.
+    """
+    shares = np.asarray(per_deal_shares, dtype=np.float64)
+    rate, low, high = mean_confidence_interval(shares)
+    if shares.size < 2 or float(shares.std()) == 0.0:
+        low, high = wilson_interval(rate, shares.size)
+    return rate, max(0.0, low), min(1.0, high)
+
+
+def wilson_interval(rate: float, trials: int) -> tuple[float, float]:
+    """95% Wilson score interval of a success fraction ``rate`` over ``trials`` trials."""
+    z2 = _Z975**2
+    center = (rate + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = _Z975 * math.sqrt(rate * (1 - rate) / trials + z2 / (4 * trials**2)) / (1 + z2 / trials)
+    return max(0.0, center - half), min(1.0, center + half)
 
 
 def deal_seeds(seed: int, num_deals: int) -> list[int]:
@@ -209,7 +241,8 @@ class AgentStats:
     """One agent position's results, aggregated over every seat it occupied.
 
     Rates are per game unless named otherwise. ``win_rate_ci`` is the 95% Student-t
-    interval over per-deal-group mean win shares, clipped to [0, 1].
+    interval over per-deal-group mean win shares, clipped to [0, 1] (see
+    `win_rate_interval`).
     """
 
     name: str
@@ -302,7 +335,8 @@ class TournamentResult:
             "rules": self.rules.to_dict(),
             "win_rate_ci_method": (
                 "95% Student-t interval over per-deal-group mean win shares "
-                "(each deal played in all seat rotations; shared wins count 1/k)"
+                "(each deal played in all seat rotations; shared wins count 1/k); "
+                "Wilson score interval over deal groups when their spread is zero"
             ),
             "truncated_games": int(self.records.truncated.sum()),
             "elapsed_s": self.elapsed_s,
@@ -519,7 +553,7 @@ def summarize(
     for i in range(players):
         share = records.win_share[:, i]
         per_deal_share = share.reshape(num_deals, players).mean(axis=1)
-        win_rate, low, high = mean_confidence_interval(per_deal_share)
+        win_rate, low, high = win_rate_interval(per_deal_share)
         per_deal_total = totals[:, i].reshape(num_deals, players).mean(axis=1)
         mean_total, total_low, total_high = mean_confidence_interval(per_deal_total)
         finished = int(records.rounds_finished[:, i].sum())
@@ -535,7 +569,7 @@ def summarize(
                 games=records.num_games,
                 wins=float(share.sum()),
                 win_rate=win_rate,
-                win_rate_ci=(max(0.0, low), min(1.0, high)),
+                win_rate_ci=(low, high),
                 mean_total=mean_total,
                 mean_total_ci=(total_low, total_high)
                 if math.isfinite(total_low)
@@ -659,4 +693,6 @@ __all__ = [
     "play_tournament",
     "summarize",
     "t_quantile_975",
+    "wilson_interval",
+    "win_rate_interval",
 ]

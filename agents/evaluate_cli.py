@@ -1,0 +1,160 @@
+"""Command line of ``evaluate.py`` / ``skyjo-evaluate``: a tournament between agents.
+
+Example::
+
+    python evaluate.py --agents ev greedy --games 1000 --seed 0 --json report.json
+
+One agent spec per seat (2 to 8; the number of players follows). Every input is checked
+before the first game: a bad spec, rules preset, checkpoint or output directory ends the
+run with a one-line message on stderr and exit status 2, and no output file is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from agents.registry import VALID_FORMS, make_agent
+from agents.report import format_table, write_reports
+from agents.tournament import AgentActionError, agent_seed, play_tournament
+from skyjo_env.core.rules import MAX_PLAYERS, load_rules
+
+PROG = "evaluate"
+EXIT_USAGE = 2
+EXIT_RUNTIME = 1
+
+
+class UsageError(ValueError):
+    """A bad command-line input, reported in one line with exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the evaluation command."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Play a tournament between agents over duplicated, seat-rotated deals and report "
+            "win rates with 95%% intervals, score statistics and OpenSkill ratings."
+        ),
+    )
+    parser.add_argument(
+        "--agents",
+        nargs="+",
+        required=True,
+        metavar="SPEC",
+        help=f"one agent per seat, 2..{MAX_PLAYERS} of them: {VALID_FORMS}",
+    )
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=1000,
+        help="games to play, rounded up to a multiple of the number of agents (default 1000)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    parser.add_argument(
+        "--rules",
+        default="official",
+        metavar="PRESET|PATH",
+        help="rules preset name or YAML file (default official); num_players is set to the "
+        "number of agents",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--csv", type=Path, metavar="PATH", help="write the per-agent CSV here")
+    parser.add_argument(
+        "--plot", type=Path, metavar="PNG", help="write a win-rate bar chart (PNG) here"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no-ratings", action="store_true", help="skip the OpenSkill ratings (faster)"
+    )
+    return parser
+
+
+def _check_output(option: str, path: Path | None) -> None:
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a directory, not a file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{option}: directory {str(parent)!r} does not exist")
+
+
+def _prepare(args: argparse.Namespace):
+    """Validate the inputs and build rules and agents; raises UsageError."""
+    count = len(args.agents)
+    if not 2 <= count <= MAX_PLAYERS:
+        raise UsageError(f"--agents needs 2 to {MAX_PLAYERS} agent specs, got {count}")
+    if args.games < 1:
+        raise UsageError(f"--games must be >= 1, got {args.games}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
+        _check_output(option, path)
+    try:
+        rules = load_rules(args.rules)
+        rules = rules.replace(num_players=count)
+    except (ValueError, TypeError, OSError) as error:
+        raise UsageError(f"--rules {args.rules!r}: {error}") from error
+    agents = []
+    for index, spec in enumerate(args.agents):
+        try:
+            agents.append(make_agent(spec, rules, agent_seed(args.seed, index)))
+        except ValueError as error:
+            raise UsageError(str(error)) from error
+    return rules, agents
+
+
+def _fail(message: str, status: int) -> int:
+    first_line = " ".join(str(message).split())
+    print(f"{PROG}: error: {first_line}", file=sys.stderr)
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the evaluation command.
+
+    Args:
+        argv: Arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 2 for a bad input (nothing written), 1 when an agent
+        fails during play (nothing written).
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed its message already
+        return int(exit_.code or 0)
+    try:
+        rules, agents = _prepare(args)
+    except UsageError as error:
+        return _fail(str(error), EXIT_USAGE)
+    try:
+        result = play_tournament(
+            agents,
+            rules,
+            args.games,
+            args.seed,
+            specs=args.agents,
+            progress=False if args.no_progress else None,
+            ratings=not args.no_ratings,
+        )
+    except AgentActionError as error:
+        return _fail(str(error), EXIT_RUNTIME)
+    print(format_table(result))
+    try:
+        written = write_reports(
+            result, json_path=args.json, csv_path=args.csv, plot_path=args.plot
+        )
+    except OSError as error:
+        return _fail(f"cannot write the report: {error}", EXIT_RUNTIME)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""Tournament reports: a terminal table, JSON, CSV and a win-rate bar chart.
+
+Every ``render_*`` function returns the file content (text or bytes) without touching the
+disk, so a caller can render everything first and write nothing if any rendering fails;
+`write_atomic` then writes each file through a temporary file and ``os.replace``, so a
+reader never sees a half-written report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agents.tournament import TournamentResult
+
+#: Column order of the CSV file (one row per agent position).
+CSV_FIELDS = (
+    "name",
+    "spec",
+    "games",
+    "wins",
+    "win_rate",
+    "win_rate_ci_low",
+    "win_rate_ci_high",
+    "mean_total",
+    "mean_total_ci_low",
+    "mean_total_ci_high",
+    "mean_round_score",
+    "mean_rounds_per_game",
+    "finish_rate",
+    "penalty_rate",
+    "penalties_per_game",
+    "eliminations_per_game",
+    "mean_rank",
+    "truncated_games",
+    "rating_mu",
+    "rating_sigma",
+    "rating_ordinal",
+)
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def format_table(result: TournamentResult) -> str:
+    """A readable, aligned plain-text summary of a tournament.
+
+    Args:
+        result: The tournament.
+
+    Returns:
+        Multi-line text (no trailing newline).
+    """
+    rules = result.rules
+    rounded = (
+        f" (asked {result.requested_games}, rounded up to whole deal groups)"
+        if result.requested_games != result.games
+        else ""
+    )
+    speed = (
+        f", {result.elapsed_s:.1f} s, {result.games_per_second:.0f} games/s"
+        if result.elapsed_s > 0
+        else ""
+    )
+    lines = [
+        f"{result.games} games{rounded}: {result.deals} deals x {rules.num_players} seat "
+        f"rotations, seed {result.seed}, target {rules.target_score}{speed}",
+    ]
+    truncated = int(result.records.truncated.sum())
+    if truncated:
+        lines.append(f"warning: {truncated} game(s) truncated by the turn cap")
+    headers = [
+        "agent",
+        "win rate",
+        "95% CI",
+        "mean total",
+        "round score",
+        "rounds/game",
+        "finish rate",
+        "penalty rate",
+        "elim/game",
+        "mean rank",
+        "rating mu",
+        "sigma",
+        "ordinal",
+    ]
+    rows = []
+    for stats in result.agents:
+        low, high = stats.win_rate_ci
+        rows.append(
+            [
+                stats.name if stats.name == stats.spec else f"{stats.name} ({stats.spec})",
+                f"{100 * stats.win_rate:.1f}%",
+                f"[{100 * low:.1f}, {100 * high:.1f}]",
+                _fmt(stats.mean_total, 1),
+                _fmt(stats.mean_round_score),
+                _fmt(stats.mean_rounds_per_game),
+                _fmt(stats.finish_rate, 3),
+                _fmt(stats.penalty_rate, 3),
+                _fmt(stats.eliminations_per_game),
+                _fmt(stats.mean_rank),
+                _fmt(stats.rating_mu),
+                _fmt(stats.rating_sigma),
+                _fmt(stats.rating_ordinal),
+            ]
+        )
+    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = (cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))
+        return "  ".join([first, *rest]).rstrip()
+
+    lines.append(line(headers))
+    lines.append("  ".join("-" * width for width in widths))
+    lines.extend(line(row) for row in rows)
+    lines.append(
+        "win rate: shared wins count 1/k; CI: Student-t over per-deal means "
+        "(Wilson if no spread); finish rate: rounds ended / rounds played; "
+        "penalty rate: penalised / rounds ended"
+    )
+    return "\n".join(lines)
+
+
+def _json_safe(value: Any) -> Any:
+    """Replace non-finite floats (not valid JSON) by None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def render_json(result: TournamentResult) -> str:
+    """The report as JSON text (see `TournamentResult.to_dict` for the keys)."""
+    return json.dumps(_json_safe(result.to_dict()), indent=2, allow_nan=False) + "\n"
+
+
+def csv_rows(result: TournamentResult) -> list[dict[str, Any]]:
+    """One flat dict per agent position, keys `CSV_FIELDS` then ``seat_<s>_win_rate``."""
+    rows = []
+    for stats in result.agents:
+        data = stats.to_dict()
+        row = {key: data[key] for key in CSV_FIELDS if key in data}
+        row["win_rate_ci_low"], row["win_rate_ci_high"] = stats.win_rate_ci
+        row["mean_total_ci_low"], row["mean_total_ci_high"] = stats.mean_total_ci
+        row["rating_mu"] = stats.rating_mu
+        row["rating_sigma"] = stats.rating_sigma
+        row["rating_ordinal"] = stats.rating_ordinal
+        ordered = {key: row[key] for key in CSV_FIELDS}
+        for seat, rate in enumerate(stats.seat_win_rates):
+            ordered[f"seat_{seat}_win_rate"] = rate
+        rows.append(ordered)
+    return rows
+
+
+def render_csv(result: TournamentResult) -> str:
+    """The per-agent statistics as CSV text with a header row."""
+    rows = csv_rows(result)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def render_plot(result: TournamentResult) -> bytes:
+    """PNG bytes of a bar chart of win rates with their 95% intervals as error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    names = [stats.name for stats in result.agents]
+    rates = [stats.win_rate for stats in result.agents]
+    below = [stats.win_rate - stats.win_rate_ci[0] for stats in result.agents]
+    above = [stats.win_rate_ci[1] - stats.win_rate for stats in result.agents]
+    figure = Figure(figsize=(max(4.0, 1.2 * len(names) + 2.0), 4.0), layout="constrained")
+    axes = figure.subplots()
+    positions = range(len(names))
+    axes.bar(positions, rates, yerr=[below, above], capsize=6, color="tab:blue", alpha=0.8)
+    axes.axhline(1 / result.rules.num_players, color="gray", linestyle="--", linewidth=1,
+                 label="even share")
+    axes.set_xticks(list(positions), names, rotation=20 if len(names) > 4 else 0)
+    axes.set_ylim(0, 1)
+    axes.set_ylabel("win rate (95% CI)")
+    axes.set_title(f"{result.games} games, seed {result.seed}")
+    axes.legend(loc="upper right")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
+    """Write ``content`` to ``path`` through a temporary file in the same directory.
+
+    Raises:
+        OSError: The directory does not exist or is not writable (``path`` is untouched).
+    """
+    path = Path(path)
+    data = content.encode() if isinstance(content, str) else content
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_reports(
+    result: TournamentResult,
+    *,
+    json_path: str | os.PathLike | None = None,
+    csv_path: str | os.PathLike | None = None,
+    plot_path: str | os.PathLike | None = None,
+) -> list[Path]:
+    """Render every requested report first, then write each atomically.
+
+    Args:
+        result: The tournament.
+        json_path: Where to write the JSON report, or None.
+        csv_path: Where to write the CSV table, or None.
+        plot_path: Where to write the PNG chart, or None.
+
+    Returns:
+        The paths written.
+    """
+    outputs: list[tuple[Path, str | bytes]] = []
+    if json_path is not None:
+        outputs.append((Path(json_path), render_json(result)))
+    if csv_path is not None:
+        outputs.append((Path(csv_path), render_csv(result)))
+    if plot_path is not None:
+        outputs.append((Path(plot_path), render_plot(result)))
+    for path, content in outputs:
+        write_atomic(path, content)
+    return [path for path, _ in outputs]
+
+
+__all__ = [
+    "CSV_FIELDS",
+    "csv_rows",
+    "format_table",
+    "render_csv",
+    "render_json",
+    "render_plot",
+    "write_atomic",
+    "write_reports",
+]
