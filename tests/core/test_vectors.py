@@ -8,6 +8,7 @@ is checked after each action as well. The helpers here are shared with `test_var
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -117,7 +118,7 @@ def build_state(
         values, states = parse_grid(text, rules)
         state.grid[0, p] = values
         state.slot_state[0, p] = states
-        used += [v for v, s in zip(values, states) if s != CLEARED]
+        used += [v for v, s in zip(values, states, strict=True) if s != CLEARED]
     if draw is None:
         draw = remaining_cards(rules, used) + list(reversed(draw_top))
     state.draw_pile[0, : len(draw)] = draw
@@ -429,9 +430,7 @@ def _turn_movers_by_round(rules, seed, games):
     rounds = [[{"movers": [], "finisher": None}] for _ in range(games)]
     while not state.all_over:
         mask = legal_action_mask(state)
-        actions = np.where(
-            state.game_over, -1, np.argmax(policy.random(mask.shape) * mask, axis=1)
-        )
+        actions = np.where(state.game_over, -1, np.argmax(policy.random(mask.shape) * mask, axis=1))
         starting_turn = state.game[:, PHASE] == Phase.CHOOSE_SOURCE
         for b in np.flatnonzero(starting_turn):
             rounds[b][-1]["movers"].append(int(state.game[b, CURRENT]))
@@ -453,7 +452,7 @@ def test_vector_11_final_lap__random_games_follow_seat_order_and_finisher_starts
             movers, finisher = record["movers"], record["finisher"]
             assert finisher is not None and finisher >= 0
             # turns go around the table in seat order
-            assert all((b - a) % 4 == 1 for a, b in zip(movers, movers[1:]))
+            assert all((b - a) % 4 == 1 for a, b in pairwise(movers))
             # the finisher's turn is followed by exactly one turn of each other seat
             last_of_finisher = len(movers) - 1 - movers[::-1].index(finisher)
             assert movers[last_of_finisher + 1 :] == [(finisher + k) % 4 for k in (1, 2, 3)]
@@ -656,5 +655,5 @@ def test_vector_16_illegal_action__taken_discard_cannot_be_put_back():
         step(state, np.array([discard_drawn(rules)]))
     assert "DISCARD_DRAWN" in str(info.value)
     assert "PLACE_DISCARD" in str(info.value)
-    for array, original in zip(state.arrays, before.arrays):
+    for array, original in zip(state.arrays, before.arrays, strict=True):
         np.testing.assert_array_equal(array, original)
