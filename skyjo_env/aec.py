@@ -1,0 +1,667 @@
+"""PettingZoo AEC environment over the rules engine, and the reward definition every view shares.
+
+`env()` returns the wrapped environment (`OrderEnforcingWrapper` over
+`AssertOutOfBoundsWrapper` over `SkyjoAECEnv`); `raw_env()` the bare one. Both build their
+`SkyjoRules` from keyword arguments when no ``rules`` are given::
+
+    from skyjo_env import env
+    game = env(num_players=3)
+    game.reset(seed=7)
+    for agent in game.agent_iter():
+        observation, reward, termination, truncation, info = game.last()
+        action = None if termination or truncation else my_policy(observation)
+        game.step(action)
+
+The reward functions here (`round_rewards`, `game_end_rewards`, and the compiled
+`seat_rewards_into` used by the batched views) are the single definition of reward for the
+AEC env, the single-agent Gymnasium view and the training VecEnv.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import gymnasium
+import numba
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+from pettingzoo.utils.env_logger import EnvLogger
+
+from skyjo_env.core import kernels
+from skyjo_env.core.actions import num_actions
+from skyjo_env.core.engine import (
+    IllegalActionError,
+    illegal_action_message,
+    new_batch,
+    reset,
+    step,
+)
+from skyjo_env.core.layout import (
+    CURRENT,
+    EVENT_GAME_ENDED,
+    EVENT_ROUND_ENDED,
+    EVENT_TRUNCATED,
+    ROUND_SCORE,
+    TOTAL,
+)
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import ROUND_SCORE_SCALE, ObservationEncoder, encode_into
+from skyjo_env.render import render_ansi
+
+EPISODE_MODES = ("game", "round")
+ILLEGAL_ACTION_MODES = ("raise", "penalize")
+
+#: Round scores are divided by this in the round reward.
+REWARD_SCORE_SCALE = 100.0
+#: The winners share +WIN_REWARD at game end, the other seats share -WIN_REWARD.
+WIN_REWARD = 1.0
+
+
+# ---------------------------------------------------------------- configuration helpers
+
+
+def resolve_rules(rules: SkyjoRules | None, rule_kwargs: dict[str, Any]) -> SkyjoRules:
+    """The rules to play: ``rules`` itself, or ``SkyjoRules(**rule_kwargs)`` when None.
+
+    Raises:
+        ValueError: Both ``rules`` and rule keyword arguments were given, a keyword is not a
+            `SkyjoRules` field, or a value is invalid.
+    """
+    if rules is None:
+        return SkyjoRules.from_dict(dict(rule_kwargs))
+    if not isinstance(rules, SkyjoRules):
+        raise ValueError(f"rules must be a SkyjoRules or None, got {type(rules).__name__}")
+    if rule_kwargs:
+        return rules.replace(**rule_kwargs)
+    return rules
+
+
+def check_episode_options(episode: str, illegal_action: str, illegal_penalty: float) -> None:
+    """Validate the options shared by every env view.
+
+    Raises:
+        ValueError: ``episode`` is not ``"game"``/``"round"``, ``illegal_action`` is not
+            ``"raise"``/``"penalize"``, or ``illegal_penalty`` is not a finite number.
+    """
+    if episode not in EPISODE_MODES:
+        raise ValueError(f"episode={episode!r} is invalid: allowed 'game' or 'round'")
+    if illegal_action not in ILLEGAL_ACTION_MODES:
+        raise ValueError(
+            f"illegal_action={illegal_action!r} is invalid: allowed 'raise' or 'penalize'"
+        )
+    if not isinstance(illegal_penalty, (int, float, np.integer, np.floating)) or not np.isfinite(
+        illegal_penalty
+    ):
+        raise ValueError(f"illegal_penalty={illegal_penalty!r} is invalid: allowed a finite number")
+
+
+def engine_rules(rules: SkyjoRules, episode: str) -> SkyjoRules:
+    """The rules the engine runs for an episode mode.
+
+    ``"round"`` episodes are one-round games: the engine runs with ``max_rounds=1``, so the
+    game (and the episode) ends with the first round and the final grids stay in place.
+    """
+    return rules.replace(max_rounds=1) if episode == "round" else rules
+
+
+def observation_bounds(rules: SkyjoRules) -> tuple[np.ndarray, np.ndarray]:
+    """Finite lower and upper bounds of every entry of the observation vector.
+
+    Card values lie in [-1, 1] after scaling, indicators and fractions in [0, 1]; visible
+    round scores within the sums of S extreme cards; total scores within what
+    ``max_rounds`` (or, without a cap, 1000 rounds) of extreme, penalised round scores can
+    reach. The bounds are loose on purpose: they only have to contain every observation.
+
+    Returns:
+        ``(low, high)``, float32 arrays of shape (observation size,).
+    """
+    layout = ObservationEncoder(rules).layout
+    slices = layout.describe()
+    low = np.zeros(layout.size, np.float32)
+    high = np.ones(layout.size, np.float32)
+    for name in ("own_values", "opponent_values", "discard_top", "held_card"):
+        low[slices[name]] = -1.0
+    slots = rules.num_slots
+    min_card, max_card = int(rules.card_values.min()), int(rules.card_values.max())
+    low[slices["visible_round_scores"]] = min(0, slots * min_card) / ROUND_SCORE_SCALE
+    high[slices["visible_round_scores"]] = max(0, slots * max_card) / ROUND_SCORE_SCALE
+    m, f = rules.finisher_multiplier, rules.finisher_flat_penalty
+
+    def penalised(s: int) -> list[int]:
+        return [s, s * m, s + f, (s + f) * m, s * m + f]
+
+    round_low = min(0, *penalised(slots * min_card))
+    round_high = max(0, *penalised(slots * max_card))
+    rounds = rules.max_rounds or 1000
+    target = rules.target_score
+    low[slices["total_scores"]] = rounds * round_low / target
+    # a game ends in the round a total reaches the target: below target + one round
+    high[slices["total_scores"]] = (target + round_high) / target
+    return low, high
+
+
+def observation_box(rules: SkyjoRules) -> spaces.Box:
+    """The observation vector's space: ``Box(low, high, (size,), float32)``."""
+    low, high = observation_bounds(rules)
+    return spaces.Box(low=low, high=high, dtype=np.float32)
+
+
+# ---------------------------------------------------------------- rewards
+
+
+@numba.njit(cache=True, nogil=True)
+def seat_rewards_into(event, seat, b, game_bonus, out):
+    """Write every seat's reward for one step of game ``b`` into ``out`` (float64 (P,)).
+
+    Args:
+        event: The step's event bits for game ``b`` (``EVENT_*``).
+        seat: int32 (B, P, NUM_SEAT_FIELDS), the engine's per-seat counters after the step.
+        b: The game.
+        game_bonus: Whether the game-end placement reward applies (``"game"`` episodes).
+        out: float64 (P,), overwritten (zeros when nothing was scored).
+
+    Returns:
+        True if any reward is non-zero.
+    """
+    players = out.shape[0]
+    out[:] = 0.0
+    if event == 0 or (event & EVENT_TRUNCATED) != 0:
+        # a truncated round is not scored, and a truncated game has no winner
+        return False
+    if (event & EVENT_ROUND_ENDED) != 0:
+        total = 0.0
+        for p in range(players):
+            total += seat[b, p, ROUND_SCORE]
+        for p in range(players):
+            own = float(seat[b, p, ROUND_SCORE])
+            others = (total - own) / (players - 1)
+            out[p] = -(own - others) / REWARD_SCORE_SCALE
+    if game_bonus and (event & EVENT_GAME_ENDED) != 0:
+        best = seat[b, 0, TOTAL]
+        for p in range(1, players):
+            if seat[b, p, TOTAL] < best:
+                best = seat[b, p, TOTAL]
+        k = 0
+        for p in range(players):
+            if seat[b, p, TOTAL] == best:
+                k += 1
+        if k < players:
+            for p in range(players):
+                if seat[b, p, TOTAL] == best:
+                    out[p] += WIN_REWARD / k
+                else:
+                    out[p] -= WIN_REWARD / (players - k)
+    return True
+
+
+def round_rewards(round_scores: np.ndarray) -> np.ndarray:
+    """The round reward of every seat, from the round's scores (penalty included).
+
+    ``reward[p] = -(round_scores[p] - mean of the other seats' round_scores) / 100``: a
+    seat that scored fewer points than the others on average gets a positive reward. The
+    rewards of a round sum to zero.
+
+    Args:
+        round_scores: int or float array (P,).
+
+    Returns:
+        float64 array (P,).
+    """
+    scores = np.asarray(round_scores, dtype=np.float64)
+    players = scores.shape[0]
+    others = (scores.sum() - scores) / (players - 1)
+    return -(scores - others) / REWARD_SCORE_SCALE
+
+
+def game_end_rewards(total_scores: np.ndarray) -> np.ndarray:
+    """The placement reward at the end of a game, from the final totals.
+
+    The ``k`` seats with the lowest total share ``+1`` (``+1/k`` each), the other ``P - k``
+    seats share ``-1`` (``-1/(P-k)`` each); when every seat ties, all get 0. The rewards sum
+    to zero.
+
+    Args:
+        total_scores: int array (P,).
+
+    Returns:
+        float64 array (P,).
+    """
+    totals = np.asarray(total_scores)
+    players = totals.shape[0]
+    won = totals == totals.min()
+    k = int(won.sum())
+    if k == players:
+        return np.zeros(players)
+    return np.where(won, WIN_REWARD / k, -WIN_REWARD / (players - k))
+
+
+# ---------------------------------------------------------------- the AEC env
+
+_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
+
+
+@numba.njit(cache=True, nogil=True)
+def observe_into(observer, grid, slot_state, discard_pile, game, seat, params, card_values,
+                 card_counts, table, value_scale, deck_size, target_score, unseen, legal,
+                 observation, action_mask):
+    """Observation and action mask of seat ``observer`` in game 0, in one compiled call.
+
+    Writes the encoder's vector into ``observation`` (float32 (O,)) and, when ``observer``
+    is the seat to act, the legal-action mask into ``legal`` (bool (1, A)) and as 0/1 into
+    ``action_mask`` (int8 (A,)); zeros otherwise. Returns True when ``legal`` was written.
+    """
+    encode_into(0, observer, grid, slot_state, discard_pile, game, seat, card_values,
+                card_counts, table, value_scale, deck_size, target_score, unseen, observation)
+    if game[0, CURRENT] != observer:
+        action_mask[:] = 0
+        return False
+    kernels.legal_mask_into(0, slot_state, game, params, legal[0])
+    for a in range(action_mask.shape[0]):
+        action_mask[a] = 1 if legal[0, a] else 0
+    return True
+
+
+
+class SkyjoAECEnv(AECEnv):
+    """Skyjo as a PettingZoo AEC environment: one game, seats take turns as in the engine.
+
+    Agents are ``"player_0" .. "player_{P-1}"`` (seat order); ``agent_selection`` is always the
+    seat the engine says is to act. Every decision of a turn is a separate step (draw, then
+    place; or draw, discard, reveal), and the initial reveals are steps too.
+
+    Observation (``observe(agent)``), a dict:
+        - ``"observation"``: float32 (O,), what that seat may know, from
+          `skyjo_env.encoding.ObservationEncoder` (own grid first, opponents in relative
+          seat order; no face-down value and no draw-pile order enters it).
+        - ``"action_mask"``: int8 (A,), 1 where the action is legal. All zeros for a seat
+          that is not to act (and after the game ended).
+
+    Action: int in ``0 .. A-1`` with ``A = 2S + 3`` (27 for 3x4 grids), see
+    `skyjo_env.core.actions`. Legality comes only from the engine's legal-action mask.
+
+    Rewards (float, in ``rewards`` for the step that caused them, summed per agent in
+    ``_cumulative_rewards`` until that agent acts, as PettingZoo requires):
+        - Round end: every seat gets ``-(own round score - mean of the other seats' round
+          scores) / 100`` (round scores include the finisher penalty). Scoring lower than
+          the others is positive; the round rewards sum to zero.
+        - Game end (``episode="game"`` only, not on truncation): additionally the ``k``
+          seats with the lowest total (the winners) get ``+1/k`` each and the others
+          ``-1/(P-k)`` each; a tie of all seats gives 0. This sums to zero too.
+        - Truncation (``max_turns_per_round`` reached): the round is not scored, no reward.
+        - Illegal action with ``illegal_action="penalize"``: the offender gets
+          ``illegal_penalty``, the others 0.
+        - Every other step: 0.
+
+    Episode end:
+        - ``episode="game"``: the game ends (a total reached ``target_score``, or
+          ``max_rounds``): ``terminations`` all True.
+        - ``episode="round"``: each episode is a one-round game (the engine runs with
+          ``max_rounds=1``, from a fresh deal): ``terminations`` all True at the round end,
+          with only the round reward.
+        - The turn cap truncates the game: ``truncations`` all True.
+        - ``illegal_action="penalize"``: an illegal action ends the episode for everyone
+          (``terminations`` all True; ``infos[offender]["illegal_action"]`` holds the
+          engine's message). With ``"raise"`` (default) the engine's `IllegalActionError`
+          propagates and nothing changes. PettingZoo's ``api_test`` samples with the action
+          mask, so it runs in either mode.
+
+    Seeding: ``reset(seed=s)`` deals the game the engine deals from the int seed ``s`` (the
+    same game as batch game ``i`` of the VecEnv seeded with ``s - i``); ``reset()`` without a
+    seed starts the next game from the previous game's own random stream (deterministic),
+    or, on the very first reset, from fresh OS entropy.
+
+    Attributes:
+        rules: The rules as given; ``batch.rules`` are those the engine runs (see
+            `engine_rules`).
+        batch: The engine state, a batch of one game.
+        encoder: The observation encoder.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "skyjo_v0", "is_parallelizable": False}
+
+    def __init__(
+        self,
+        rules: SkyjoRules | None = None,
+        episode: str = "game",
+        illegal_action: str = "raise",
+        illegal_penalty: float = -1.0,
+        render_mode: str | None = None,
+        **rule_kwargs: Any,
+    ):
+        """Build the env.
+
+        Args:
+            rules: The rules; when None, ``SkyjoRules(**rule_kwargs)``.
+            episode: ``"game"`` (default) or ``"round"``.
+            illegal_action: ``"raise"`` (default) or ``"penalize"``.
+            illegal_penalty: Reward of the offender under ``"penalize"``.
+            render_mode: None, ``"ansi"`` (render returns the text) or ``"human"`` (prints).
+            **rule_kwargs: `SkyjoRules` fields (or changes to ``rules``).
+
+        Raises:
+            ValueError: A bad option or rules field.
+        """
+        super().__init__()
+        check_episode_options(episode, illegal_action, illegal_penalty)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is invalid: allowed None, 'ansi', 'human'")
+        self.rules = resolve_rules(rules, rule_kwargs)
+        self.episode = episode
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self.render_mode = render_mode
+        self._game_bonus = episode == "game"
+        self._penalize = illegal_action == "penalize"
+
+        run_rules = engine_rules(self.rules, episode)
+        self.batch = new_batch(run_rules, 1)
+        self.encoder = ObservationEncoder(run_rules)
+        players = self.rules.num_players
+        self.possible_agents = [f"player_{p}" for p in range(players)]
+        self._seat_of = {agent: p for p, agent in enumerate(self.possible_agents)}
+        self._num_actions = num_actions(self.rules.num_slots)
+        box = observation_box(self.rules)
+        self.observation_spaces = {
+            agent: spaces.Dict(
+                {
+                    "observation": spaces.Box(box.low, box.high, dtype=np.float32),
+                    "action_mask": spaces.Box(0, 1, (self._num_actions,), dtype=np.int8),
+                }
+            )
+            for agent in self.possible_agents
+        }
+        self.action_spaces = {
+            agent: spaces.Discrete(self._num_actions) for agent in self.possible_agents
+        }
+
+        # preallocated buffers: the hot path allocates only the returned observation
+        batch = self.batch
+        self._actions = np.full(1, -1, np.int64)
+        self._events = np.zeros(1, np.int32)
+        self._mask = np.zeros((1, self._num_actions), np.bool_)
+        self._mask_fresh = False
+        self._seat_rewards = np.zeros(players, np.float64)
+        self._rewards_dirty = False
+        self._started = False
+        # arguments of the compiled observer, in its order
+        self._obs_size = self.encoder.size
+        self._observe_args = (
+            batch.grid,
+            batch.slot_state,
+            batch.discard_pile,
+            batch.game,
+            batch.seat,
+            batch.params,
+            run_rules.card_values,
+            run_rules.card_counts,
+            kernels.value_index_table(run_rules.card_values),
+            self.encoder.layout.value_scale,
+            float(run_rules.deck_size),
+            float(run_rules.target_score),
+            np.empty(run_rules.card_values.size, np.int32),
+        )
+        self._step_args = (*batch.arrays, self._actions, self._events)
+
+    # -------------------------------------------------------------- spaces
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The observation space of ``agent`` (the same object on every call)."""
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        """The action space of ``agent``: ``Discrete(2S + 3)``."""
+        return self.action_spaces[agent]
+
+    # -------------------------------------------------------------- reset / observe
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start a new game.
+
+        Args:
+            seed: A non-negative int: deal the game the engine deals from it. None: continue
+                from the previous game's random stream (fresh entropy on the first reset).
+            options: Accepted for API compatibility; unused.
+        """
+        if seed is None:
+            if self._started:
+                with np.errstate(over="ignore"):
+                    seed = int(kernels.next_random(self.batch.rng, 0))
+            else:
+                seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+        reset(self.batch, [seed])
+        self._started = True
+        self.agents = self.possible_agents[:]
+        self.rewards = {agent: 0.0 for agent in self.agents}
+        self._cumulative_rewards = {agent: 0.0 for agent in self.agents}
+        self.terminations = {agent: False for agent in self.agents}
+        self.truncations = {agent: False for agent in self.agents}
+        self.infos = {agent: {} for agent in self.agents}
+        self._rewards_dirty = False
+        self._mask_fresh = False
+        self.agent_selection = self.agents[int(self.batch.game[0, CURRENT])]
+
+    def _legal_mask(self) -> np.ndarray:
+        if not self._mask_fresh:
+            batch = self.batch
+            kernels.legal_masks(batch.slot_state, batch.game, batch.params, self._mask)
+            self._mask_fresh = True
+        return self._mask[0]
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """What ``agent`` may know now.
+
+        Returns:
+            ``{"observation": float32 (O,), "action_mask": int8 (A,)}``, new arrays.
+        """
+        observation = np.empty(self._obs_size, np.float32)
+        mask = np.empty(self._num_actions, np.int8)
+        if observe_into(
+            self._seat_of[agent],
+            *self._observe_args,
+            self._mask,
+            observation,
+            mask,
+        ):
+            self._mask_fresh = True
+        return {"observation": observation, "action_mask": mask}
+
+    def action_mask(self) -> np.ndarray:
+        """Legal actions of the seat to act: bool (A,) (a copy; all False once over)."""
+        return self._legal_mask().copy()
+
+    # -------------------------------------------------------------- step
+
+    def step(self, action: int | None) -> None:
+        """Apply ``agent_selection``'s action (None for an agent that is done).
+
+        Raises:
+            IllegalActionError: The action is not legal (``illegal_action="raise"``).
+            ValueError: None for an agent that is still playing, or a non-None action for
+                one that is done.
+            TypeError: The action is not an integer.
+        """
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        if action is None:
+            raise ValueError(f"{agent} is to act: None is only valid for an agent that is done")
+        action = operator.index(action)
+        self._cumulative_rewards[agent] = 0.0
+        if self._rewards_dirty:
+            for name in self.rewards:
+                self.rewards[name] = 0.0
+            self._rewards_dirty = False
+        if not 0 <= action < self._num_actions or (
+            self._penalize and not self._legal_mask()[action]
+        ):
+            message = illegal_action_message(self.batch, 0, action)
+            if not self._penalize:
+                raise IllegalActionError(message)
+            self._end_by_illegal_action(agent, message)
+            return
+        self._actions[0] = action
+        if _JIT_DISABLED:
+            step(self.batch, self._actions, self._events)
+        elif kernels.step_batch(*self._step_args) >= 0:  # the engine's step, minus its checks
+            raise IllegalActionError(illegal_action_message(self.batch, 0, action))
+        self._mask_fresh = False
+        event = self._events.item(0)
+        if event:
+            self._on_events(event)
+        self.agent_selection = self.possible_agents[self.batch.game.item(CURRENT)]
+
+    def _on_events(self, event: int) -> None:
+        if seat_rewards_into(event, self.batch.seat, 0, self._game_bonus, self._seat_rewards):
+            for p, name in enumerate(self.possible_agents):
+                reward = float(self._seat_rewards[p])
+                self.rewards[name] = reward
+                self._cumulative_rewards[name] += reward
+            self._rewards_dirty = True
+        if event & EVENT_GAME_ENDED:
+            done = self.truncations if event & EVENT_TRUNCATED else self.terminations
+            for name in self.agents:
+                done[name] = True
+
+    def _end_by_illegal_action(self, agent: str, message: str) -> None:
+        for name in self.agents:
+            self.terminations[name] = True
+        self.rewards[agent] = self.illegal_penalty
+        self._cumulative_rewards[agent] += self.illegal_penalty
+        self._rewards_dirty = True
+        self.infos[agent] = {"illegal_action": message}
+
+    # -------------------------------------------------------------- render / close
+
+    def render(self) -> str | None:
+        """The game as text (``render_mode="ansi"``) or printed (``"human"``)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn(
+                "You are calling render method without specifying any render mode."
+            )
+            return None
+        text = render_ansi(self.batch, 0, self.batch.rules)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Nothing to release; safe to call more than once."""
+
+
+def raw_env(
+    rules: SkyjoRules | None = None,
+    episode: str = "game",
+    illegal_action: str = "raise",
+    illegal_penalty: float = -1.0,
+    render_mode: str | None = None,
+    **rule_kwargs: Any,
+) -> SkyjoAECEnv:
+    """The bare `SkyjoAECEnv` (see its docstring for every argument)."""
+    return SkyjoAECEnv(
+        rules,
+        episode=episode,
+        illegal_action=illegal_action,
+        illegal_penalty=illegal_penalty,
+        render_mode=render_mode,
+        **rule_kwargs,
+    )
+
+
+class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):
+    """`AssertOutOfBoundsWrapper` with a fast path for plain in-range ints (same checks)."""
+
+    def __init__(self, env: AECEnv):
+        super().__init__(env)
+        self._num_actions = env.unwrapped._num_actions
+
+    def step(self, action: Any) -> None:
+        """Step; ``Discrete.contains`` is only consulted for anything but a plain int."""
+        if type(action) is int and 0 <= action < self._num_actions:
+            self.env.step(action)
+        else:
+            super().step(action)
+
+
+_HOT_ATTRIBUTES = ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos")
+
+
+class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
+    """`OrderEnforcingWrapper` whose hot reads skip the ``__getattr__`` chain.
+
+    The per-decision reads (``agent_selection``, ``agents``, ``rewards``, ``terminations``,
+    ``truncations``, ``infos``, ``last()``) go straight to the unwrapped env, which is
+    what the chain of pass-through wrappers returns anyway; before ``reset()`` they raise
+    the same errors as the standard wrapper.
+    """
+
+    def __init__(self, env: AECEnv):
+        super().__init__(env)
+        self._raw = env.unwrapped
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """As `AECEnv.last` (the wrappers below only pass ``observe`` through)."""
+        if not self._has_reset:
+            EnvLogger.error_observe_before_reset()
+        return self._raw.last(observe)
+
+
+def _hot_property(name: str) -> property:
+    def read(self: _OrderEnforcing) -> Any:
+        if not self._has_reset:
+            raise AttributeError(f"{name} cannot be accessed before reset")
+        return getattr(self._raw, name)
+
+    return property(read, doc=f"The unwrapped env's ``{name}`` (after reset).")
+
+
+for _name in _HOT_ATTRIBUTES:
+    setattr(_OrderEnforcing, _name, _hot_property(_name))
+
+
+def env(
+    rules: SkyjoRules | None = None,
+    episode: str = "game",
+    illegal_action: str = "raise",
+    illegal_penalty: float = -1.0,
+    render_mode: str | None = None,
+    **rule_kwargs: Any,
+) -> AECEnv:
+    """`raw_env` in PettingZoo's standard wrappers.
+
+    `AssertOutOfBoundsWrapper` rejects actions outside ``Discrete(A)`` and
+    `OrderEnforcingWrapper` rejects calls before ``reset()``. Both are thin subclasses of
+    PettingZoo's own classes that only add fast paths (plain-int bounds check, direct reads
+    of per-decision attributes) with the same behaviour. Illegal-but-in-range actions are
+    the env's own business (raise or penalize).
+    """
+    game = raw_env(
+        rules,
+        episode=episode,
+        illegal_action=illegal_action,
+        illegal_penalty=illegal_penalty,
+        render_mode=render_mode,
+        **rule_kwargs,
+    )
+    return _OrderEnforcing(_AssertOutOfBounds(game))
+
+
+__all__ = [
+    "EPISODE_MODES",
+    "ILLEGAL_ACTION_MODES",
+    "SkyjoAECEnv",
+    "check_episode_options",
+    "engine_rules",
+    "env",
+    "game_end_rewards",
+    "observation_bounds",
+    "observation_box",
+    "raw_env",
+    "resolve_rules",
+    "round_rewards",
+    "seat_rewards_into",
+]
