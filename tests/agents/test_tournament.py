@@ -1,0 +1,293 @@
+"""Tournaments: legality, seat rotation over duplicated deals, statistics, determinism."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from agents.heuristics import EVAgent, GreedyAgent
+from agents.tournament import (
+    AgentActionError,
+    agent_seed,
+    deal_seeds,
+    display_names,
+    evaluate_agents,
+    mean_confidence_interval,
+    play_games,
+    play_tournament,
+    t_quantile_975,
+    wilson_interval,
+    win_rate_interval,
+)
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import ObservationEncoder
+from skyjo_env.protocol import RandomAgent
+
+
+class CheckingRandomAgent(RandomAgent):
+    """A random agent that also checks what the tournament hands it."""
+
+    def __init__(self, rules: SkyjoRules, seed: int, name: str = "random"):
+        super().__init__(seed, name=name)
+        layout = ObservationEncoder(rules).layout
+        self.current_seat = layout.describe()["current_seat"]
+        self.size = layout.size
+        self.rows_seen = 0
+
+    def act(self, observations, action_masks):
+        assert observations.dtype == np.float32 and observations.shape[1] == self.size
+        assert action_masks.dtype == np.bool_ and action_masks.any(axis=1).all()
+        # every observation is from the acting seat: relative seat 0 is the one to act
+        assert (observations[:, self.current_seat].argmax(axis=1) == 0).all()
+        self.rows_seen += observations.shape[0]
+        actions = super().act(observations, action_masks)
+        assert action_masks[np.arange(len(actions)), actions].all()
+        return actions
+
+
+class HashAgent:
+    """Deterministic: a legal action picked by a hash of the observation (same obs, same act)."""
+
+    def __init__(self, name: str = "hash"):
+        self.name = name
+
+    def act(self, observations, action_masks):
+        out = np.empty(len(observations), np.int64)
+        for row, (observation, mask) in enumerate(zip(observations, action_masks, strict=True)):
+            legal = np.flatnonzero(mask)
+            out[row] = legal[zlib.crc32(observation.tobytes()) % legal.size]
+        return out
+
+
+class IllegalAgent:
+    name = "cheater"
+
+    def act(self, observations, action_masks):
+        return (~action_masks).argmax(axis=1).astype(np.int64)  # first illegal action
+
+
+class WrongShapeAgent:
+    name = "sloppy"
+
+    def act(self, observations, action_masks):
+        return np.zeros(len(observations) + 1, np.int64)
+
+
+def _result_data(result) -> dict:
+    data = result.to_dict()
+    data.pop("elapsed_s")
+    data.pop("games_per_second")
+    return data
+
+
+@pytest.mark.parametrize("players, games", [(2, 400), (4, 400), (8, 240)])
+def test_play_tournament__random_agents_play_only_legal_actions(players, games):
+    rules = SkyjoRules(num_players=players)
+    agents = [CheckingRandomAgent(rules, agent_seed(1, i)) for i in range(players)]
+    result = play_tournament(agents, rules, games, seed=1, progress=False)
+    records = result.records
+    assert result.games == games and records.num_games == games
+    assert all(agent.rows_seen > 0 for agent in agents)
+    assert np.allclose(records.win_share.sum(axis=1), 1.0)
+    assert (records.rounds >= 1).all()
+    # a game ends once some total reaches the target (no truncation with random play)
+    assert not records.truncated.any()
+    assert (records.total.max(axis=1) >= rules.target_score).all()
+    # the lowest total wins
+    winners = records.total == records.total.min(axis=1, keepdims=True)
+    assert np.array_equal(records.win_share > 0, winners)
+    assert [stats.name for stats in result.agents] == [f"random#{i + 1}" for i in range(players)]
+    assert sum(stats.wins for stats in result.agents) == pytest.approx(games)
+
+
+def test_play_tournament__win_shares_split_ties():
+    rules = SkyjoRules(num_players=4)
+    agents = [RandomAgent(agent_seed(1, i)) for i in range(4)]
+    records = play_tournament(agents, rules, 400, seed=1, progress=False).records
+    winners = records.total == records.total.min(axis=1, keepdims=True)
+    count = winners.sum(axis=1, keepdims=True)
+    assert (count > 1).any(), "expected some shared wins in 400 four-player games"
+    assert np.allclose(records.win_share, winners / count)
+
+
+def test_play_tournament__same_seed_same_report():
+    rules = SkyjoRules(num_players=3)
+
+    def run(seed):
+        agents = [RandomAgent(agent_seed(seed, i)) for i in range(3)]
+        return _result_data(play_tournament(agents, rules, 150, seed, progress=False))
+
+    first, second, other = run(4), run(4), run(5)
+    assert first == second
+    assert first != other
+
+
+def test_evaluate_agents__same_seed_same_report():
+    rules = SkyjoRules()
+    first = evaluate_agents(["random", "greedy"], rules, 60, 9, progress=False)
+    second = evaluate_agents(["random", "greedy"], rules, 60, 9, progress=False)
+    assert _result_data(first) == _result_data(second)
+    assert np.array_equal(first.records.total, second.records.total)
+
+
+def test_play_tournament__rotations_replay_the_same_deal_mirrored():
+    # two identical deterministic agents: rotation 1 of a deal is rotation 0 with the
+    # agents swapped, so every per-agent outcome is mirrored
+    rules = SkyjoRules()
+    records, _ = play_games([HashAgent(), HashAgent()], rules, 200, seed=3)
+    first, second = slice(0, None, 2), slice(1, None, 2)
+    assert np.array_equal(records.deal[first], records.deal[second])
+    assert (records.rotation[first] == 0).all() and (records.rotation[second] == 1).all()
+    assert np.array_equal(records.seat[first], [[0, 1]] * 100)
+    assert np.array_equal(records.seat[second], [[1, 0]] * 100)
+    for field in ("total", "win_share", "rounds_finished", "times_penalised", "lines_eliminated"):
+        values = getattr(records, field)
+        assert np.array_equal(values[first], values[second][:, ::-1]), field
+    assert np.array_equal(records.rounds[first], records.rounds[second])
+    # and the deals differ from one group to the next
+    assert len(np.unique(records.total[first], axis=0)) > 50
+
+
+def test_play_tournament__three_seat_rotations_share_the_deal():
+    rules = SkyjoRules(num_players=3)
+    records, _ = play_games([HashAgent(), HashAgent(), HashAgent()], rules, 60, seed=8)
+    assert records.num_games == 60
+    # totals by seat are the same in the three rotations of one deal
+    by_seat = np.empty_like(records.total)
+    np.put_along_axis(by_seat, records.seat, records.total, axis=1)
+    grouped = by_seat.reshape(20, 3, 3)
+    assert (grouped == grouped[:, :1]).all()
+
+
+def test_play_tournament__games_rounded_up_to_whole_deal_groups():
+    rules = SkyjoRules(num_players=3)
+    agents = [RandomAgent(i) for i in range(3)]
+    result = play_tournament(agents, rules, 7, seed=0, progress=False)
+    assert result.games == 9 and result.requested_games == 7 and result.deals == 3
+    assert result.to_dict()["games"] == 9
+
+
+def test_play_games__refilled_slots_match_one_big_batch():
+    rules = SkyjoRules(num_players=2)
+    big, _ = play_games([HashAgent(), HashAgent()], rules, 64, seed=2, max_batch=64)
+    small, _ = play_games([HashAgent(), HashAgent()], rules, 64, seed=2, max_batch=5)
+    for field in ("total", "win_share", "rounds", "lines_eliminated", "decisions"):
+        assert np.array_equal(getattr(big, field), getattr(small, field)), field
+
+
+def test_deal_seeds__reproducible_and_prefix_stable():
+    assert deal_seeds(5, 3) == deal_seeds(5, 10)[:3]
+    assert deal_seeds(5, 3) != deal_seeds(6, 3)
+    assert agent_seed(5, 0) != agent_seed(5, 1)
+    assert agent_seed(5, 0) not in deal_seeds(5, 100)
+
+
+def test_play_tournament__illegal_action_names_the_agent():
+    rules = SkyjoRules()
+    with pytest.raises(AgentActionError, match="agent 'cheater' chose an illegal action"):
+        play_tournament([RandomAgent(0), IllegalAgent()], rules, 10, seed=0, progress=False)
+
+
+def test_play_tournament__malformed_actions_name_the_agent():
+    rules = SkyjoRules()
+    with pytest.raises(AgentActionError, match="agent 'sloppy' returned actions of shape"):
+        play_tournament([WrongShapeAgent(), RandomAgent(0)], rules, 10, seed=0, progress=False)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"games": 0}, "games must be"),
+        ({"seed": -1}, "seed must be"),
+        ({"agents": 3}, "3 agents for 2 seats"),
+    ],
+)
+def test_play_tournament__bad_arguments(kwargs, message):
+    count = kwargs.pop("agents", 2)
+    arguments = {"games": 4, "seed": 0, **kwargs}
+    agents = [RandomAgent(i) for i in range(count)]
+    with pytest.raises(ValueError, match=message):
+        play_tournament(agents, SkyjoRules(), progress=False, **arguments)
+
+
+def test_play_tournament__duplicate_names_numbered_in_order():
+    assert display_names(["ev", "ev", "greedy", "random", "greedy"]) == [
+        "ev#1",
+        "ev#2",
+        "greedy#1",
+        "random",
+        "greedy#2",
+    ]
+
+
+def test_summarize__statistics_follow_the_engine_counters():
+    rules = SkyjoRules(num_players=2)
+    result = play_tournament([RandomAgent(1), RandomAgent(2)], rules, 100, 0, progress=False)
+    records = result.records
+    for i, stats in enumerate(result.agents):
+        assert stats.games == 100
+        assert stats.mean_total == pytest.approx(records.total[:, i].mean())
+        assert stats.mean_round_score == pytest.approx(
+            records.total[:, i].sum() / records.rounds.sum()
+        )
+        assert stats.mean_rounds_per_game == pytest.approx(records.rounds.mean())
+        assert stats.finish_rate == pytest.approx(
+            records.rounds_finished[:, i].sum() / records.rounds.sum()
+        )
+        assert 0 <= stats.penalty_rate <= 1
+        low, high = stats.win_rate_ci
+        assert 0 <= low <= stats.win_rate <= high <= 1
+        assert stats.rating_sigma is not None and stats.rating_sigma < 25 / 3
+    # every round is ended by exactly one seat
+    assert sum(s.finish_rate for s in result.agents) == pytest.approx(1.0)
+
+
+def test_t_quantile_975__known_values():
+    assert t_quantile_975(1) == pytest.approx(12.706, abs=1e-3)
+    assert t_quantile_975(10) == pytest.approx(2.228, abs=1e-3)
+    assert t_quantile_975(40) == pytest.approx(2.021, abs=1e-3)
+    assert t_quantile_975(120) == pytest.approx(1.980, abs=1e-3)
+    assert t_quantile_975(10**6) == pytest.approx(1.960, abs=1e-3)
+
+
+def test_mean_confidence_interval__known_answer():
+    mean, low, high = mean_confidence_interval(np.array([1.0, 2.0, 3.0, 4.0]))
+    half = 3.182 * np.std([1, 2, 3, 4], ddof=1) / 2
+    assert mean == 2.5 and low == pytest.approx(2.5 - half, abs=1e-3)
+    assert high == pytest.approx(2.5 + half, abs=1e-3)
+
+
+def test_win_rate_interval__falls_back_to_wilson_without_spread():
+    rate, low, high = win_rate_interval(np.ones(100))
+    assert rate == 1.0 and high == 1.0
+    assert (low, high) == pytest.approx(wilson_interval(1.0, 100))
+    assert 0.95 < low < 1.0
+    assert wilson_interval(0.5, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+
+
+# --- heuristics (agents/heuristics.py) -------------------------------------------------
+
+
+def test_play_tournament__greedy_beats_random():
+    rules = SkyjoRules()
+    result = play_tournament(
+        [GreedyAgent(rules, seed=0), RandomAgent(1)], rules, 200, seed=0, progress=False
+    )
+    greedy, random = result.agents
+    assert greedy.name == "greedy"
+    assert greedy.win_rate_ci[0] > 0.5
+    assert greedy.rating_mu > random.rating_mu
+    assert greedy.mean_round_score < random.mean_round_score
+
+
+def test_play_tournament__ev_beats_greedy():
+    rules = SkyjoRules()
+    result = play_tournament(
+        [EVAgent(rules, seed=0), GreedyAgent(rules, seed=1)], rules, 400, seed=0, progress=False
+    )
+    ev, greedy = result.agents
+    assert ev.name == "ev" and greedy.name == "greedy"
+    assert ev.win_rate_ci[0] > 0.5
+    assert ev.mean_total < greedy.mean_total
