@@ -1,0 +1,204 @@
+"""The evaluation command: reports on success, one-line errors and no files on failure."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.evaluate_cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+AGENT_KEYS = {
+    "name",
+    "spec",
+    "games",
+    "wins",
+    "win_rate",
+    "win_rate_ci",
+    "mean_total",
+    "mean_total_ci",
+    "mean_round_score",
+    "mean_rounds_per_game",
+    "finish_rate",
+    "penalty_rate",
+    "penalties_per_game",
+    "eliminations_per_game",
+    "mean_rank",
+    "seat_win_rates",
+    "truncated_games",
+    "rating",
+}
+
+
+def _outputs(tmp_path: Path) -> list[str]:
+    return [
+        "--json", str(tmp_path / "report.json"),
+        "--csv", str(tmp_path / "report.csv"),
+        "--plot", str(tmp_path / "winrates.png"),
+    ]  # fmt: skip
+
+
+def test_main__writes_json_csv_and_png(tmp_path, capsys):
+    argv = ["--agents", "greedy", "random", "--games", "40", "--seed", "3", "--no-progress"]
+    assert main(argv + _outputs(tmp_path)) == 0
+    table = capsys.readouterr().out
+    assert "greedy" in table and "random" in table and "95% CI" in table
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["games"] == 40 and report["seed"] == 3
+    assert report["rules"]["num_players"] == 2 and report["rules"]["target_score"] == 100
+    assert [agent["spec"] for agent in report["agents"]] == ["greedy", "random"]
+    for agent in report["agents"]:
+        assert AGENT_KEYS <= set(agent)
+        low, high = agent["win_rate_ci"]
+        assert 0 <= low <= agent["win_rate"] <= high <= 1
+        assert set(agent["rating"]) >= {"mu", "sigma", "ordinal"}
+    assert sum(agent["wins"] for agent in report["agents"]) == pytest.approx(40)
+
+    with open(tmp_path / "report.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [row["name"] for row in rows] == ["greedy", "random"]
+    assert float(rows[0]["win_rate"]) == pytest.approx(report["agents"][0]["win_rate"])
+    assert {"win_rate_ci_low", "win_rate_ci_high", "seat_0_win_rate", "rating_mu"} <= set(rows[0])
+
+    png = (tmp_path / "winrates.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "report.csv",
+        "report.json",
+        "winrates.png",
+    ]  # no temporary files left behind
+
+
+def test_main__same_seed_same_json(tmp_path):
+    argv = ["--agents", "random", "random", "random", "--games", "30", "--no-progress"]
+    for name in ("a.json", "b.json"):
+        assert main(argv + ["--seed", "11", "--json", str(tmp_path / name)]) == 0
+    first, second = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
+    for report in (first, second):
+        report.pop("elapsed_s"), report.pop("games_per_second")
+    assert first == second
+    assert first["games"] == 30 and first["rules"]["num_players"] == 3
+
+
+def test_main__duplicated_specs_are_separate_entries(tmp_path):
+    path = tmp_path / "r.json"
+    argv = ["--agents", "greedy", "random", "greedy", "random", "--games", "10"]
+    assert main(argv + ["--json", str(path), "--no-progress", "--no-ratings"]) == 0
+    report = json.loads(path.read_text())
+    assert report["games"] == 12  # rounded up to whole deal groups of 4
+    names = [agent["name"] for agent in report["agents"]]
+    assert names == ["greedy#1", "random#1", "greedy#2", "random#2"]
+    assert report["agents"][0]["rating"]["mu"] is None
+
+
+def test_main__rules_file_and_online_preset(tmp_path):
+    rules_file = tmp_path / "short.yaml"
+    rules_file.write_text("target_score: 30\nnum_players: 5\n")
+    path = tmp_path / "r.json"
+    argv = ["--agents", "random", "random", "--games", "6", "--no-progress"]
+    assert main(argv + ["--rules", str(rules_file), "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert report["rules"]["target_score"] == 30 and report["rules"]["num_players"] == 2
+    assert main(argv + ["--rules", "online"]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--agents", "random", "wizard"], "unknown agent spec 'wizard'"),
+        (["--agents", "random", "no_such_pkg.mod:Agent"], "cannot import module"),
+        (["--agents", "random", "agents.registry:NoSuchClass"], "no attribute 'NoSuchClass'"),
+        (["--agents", "random", "agents.tournament:GameRecords"], "constructing GameRecords"),
+        (["--agents", "random", "argparse:Namespace"], "Namespace has no act() method"),
+        (["--agents", "random", "ppo:/no/such/checkpoint.zip"], "does not exist"),
+        (["--agents", "random", "random", "--rules", "no-such-preset"], "unknown rules preset"),
+        (["--agents", "random", "random", "--rules", "missing.yaml"], "does not exist"),
+        (["--agents", "random"], "2 to 8 agent specs, got 1"),
+        (["--agents"] + ["random"] * 9, "2 to 8 agent specs, got 9"),
+        (["--agents", "random", "random", "--games", "0"], "--games must be >= 1"),
+        (["--agents", "random", "random", "--seed", "-4"], "--seed must be >= 0"),
+    ],
+)
+def test_main__bad_input_fails_in_one_line_and_writes_nothing(tmp_path, capsys, argv, words):
+    status = main(argv + _outputs(tmp_path) + ["--no-progress"])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert words in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+    assert captured.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_main__corrupt_rules_file(tmp_path, capsys):
+    rules_file = tmp_path / "bad.yaml"
+    rules_file.write_text("target_score: [unclosed\n")
+    outputs = tmp_path / "out"
+    outputs.mkdir()
+    status = main(
+        ["--agents", "random", "random", "--rules", str(rules_file)] + _outputs(outputs)
+    )
+    assert status == 2 and "not valid YAML" in capsys.readouterr().err
+    assert list(outputs.iterdir()) == []
+
+
+def test_main__corrupt_checkpoint(tmp_path, capsys, monkeypatch):
+    import types
+
+    checkpoint = tmp_path / "model.zip"
+    checkpoint.write_bytes(b"\x00garbage")
+    fake = types.ModuleType("agents.ppo")
+
+    def load_ppo_agent(path, rules, seed):
+        raise ValueError("bad zip header")
+
+    fake.load_ppo_agent = load_ppo_agent
+    monkeypatch.setitem(sys.modules, "agents.ppo", fake)
+    outputs = tmp_path / "out"
+    outputs.mkdir()
+    status = main(["--agents", "random", f"ppo:{checkpoint}"] + _outputs(outputs))
+    assert status == 2 and "bad zip header" in capsys.readouterr().err
+    assert list(outputs.iterdir()) == []
+
+
+def test_main__ppo_without_training_module(tmp_path, capsys, monkeypatch):
+    checkpoint = tmp_path / "model.zip"
+    checkpoint.write_bytes(b"weights")
+    monkeypatch.setitem(sys.modules, "agents.ppo", None)
+    status = main(["--agents", "random", f"ppo:{checkpoint}", "--games", "2"])
+    assert status == 2 and "need the training module agents.ppo" in capsys.readouterr().err
+
+
+def test_main__missing_output_directory(tmp_path, capsys):
+    status = main(["--agents", "random", "random", "--json", str(tmp_path / "no" / "r.json")])
+    assert status == 2 and "does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_main__argparse_errors_return_2(capsys):
+    assert main([]) == 2
+    assert main(["--agents", "random", "random", "--games", "many"]) == 2
+    assert main(["--help"]) == 0
+    assert "--agents" in capsys.readouterr().out
+
+
+def test_evaluate_script__runs_as_a_program(tmp_path):
+    path = tmp_path / "r.json"
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), "--agents", "random", "greedy",
+         "--games", "4", "--no-progress", "--json", str(path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(path.read_text())["games"] == 4
+    failed = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), "--agents", "random", "nobody"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert failed.returncode == 2 and "unknown agent spec 'nobody'" in failed.stderr
