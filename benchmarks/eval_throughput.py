@@ -1,0 +1,96 @@
+"""Tournament throughput: full 2-player games per second, greedy vs ev.
+
+Plays ``--games`` full games (to the target score) through `agents.tournament.play_tournament`
+``--repeats`` times after a compile warm-up, and prints the median games per second, the
+projected time of a 10,000-game evaluation and whether it meets the target of under 60 s.
+Falls back to random vs random (and says so) when `agents.heuristics` is missing.
+
+    python benchmarks/eval_throughput.py [--games 2000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+from agents.tournament import agent_seed, play_tournament
+from skyjo_env.core.rules import SkyjoRules
+
+TARGET_GAMES = 10_000
+TARGET_SECONDS = 60.0
+
+
+def _agents(rules: SkyjoRules, seed: int):
+    """``(agents, label, note)``: greedy vs ev, or random vs random without heuristics."""
+    try:
+        from agents.heuristics import EVAgent, GreedyAgent
+    except ImportError as error:
+        from skyjo_env.protocol import RandomAgent
+
+        agents = [RandomAgent(agent_seed(seed, 0)), RandomAgent(agent_seed(seed, 1))]
+        note = f"agents.heuristics unavailable ({error}); measured random vs random instead"
+        return agents, "random vs random", note
+    agents = [GreedyAgent(rules, seed=agent_seed(seed, 0)), EVAgent(rules, seed=agent_seed(seed, 1))]
+    return agents, "greedy vs ev", None
+
+
+def _load() -> str:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "unavailable"
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and print its report; returns 0."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=2000, help="games per repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    rules = SkyjoRules(num_players=2)
+    agents, label, note = _agents(rules, args.seed)
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs")
+    print(f"load before: {_load()}")
+    if note:
+        print(f"NOTE: {note}")
+
+    started = time.perf_counter()
+    play_tournament(agents, rules, 20, args.seed + 1000, progress=False)  # JIT warm-up
+    print(f"warm-up (compile) {time.perf_counter() - started:.1f} s")
+
+    play_rates, total_rates, rounds = [], [], []
+    for repeat in range(args.repeats):
+        started = time.perf_counter()
+        result = play_tournament(agents, rules, args.games, args.seed + repeat, progress=False)
+        wall = time.perf_counter() - started
+        play_rates.append(result.games / result.elapsed_s)
+        total_rates.append(result.games / wall)
+        rounds.append(float(result.records.rounds.mean()))
+        print(
+            f"repeat {repeat + 1}: {result.games} games in {wall:.2f} s "
+            f"(play {result.elapsed_s:.2f} s, stats+ratings {wall - result.elapsed_s:.2f} s) "
+            f"-> {result.games / wall:.0f} games/s, {rounds[-1]:.2f} rounds/game"
+        )
+
+    play_rate = statistics.median(play_rates)
+    total_rate = statistics.median(total_rates)
+    projected = TARGET_GAMES / total_rate
+    verdict = "MEETS" if projected < TARGET_SECONDS else "MISSES"
+    print(f"{label}, 2 players, official rules, {args.games} games x {args.repeats} repeats")
+    print(f"median: {total_rate:.0f} games/s end to end ({play_rate:.0f} games/s playing only)")
+    print(
+        f"projected {TARGET_GAMES} games: {projected:.1f} s -> {verdict} the target of "
+        f"< {TARGET_SECONDS:.0f} s"
+    )
+    print(f"load after: {_load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
