@@ -16,11 +16,25 @@ from agents.tournament import (
 )
 from skyjo_env.protocol import Agent, RandomAgent
 
+_HEURISTICS = ("EVAgent", "GreedyAgent")
+
+
+def __getattr__(name: str):
+    # the heuristics load on first use, so a problem there never breaks `import agents`
+    if name in _HEURISTICS:
+        from agents import heuristics
+
+        return getattr(heuristics, name)
+    raise AttributeError(f"module 'agents' has no attribute {name!r}")
+
+
 __all__ = [
     "Agent",
     "AgentActionError",
     "AgentSpecError",
     "AgentStats",
+    "EVAgent",
+    "GreedyAgent",
     "RandomAgent",
     "TournamentResult",
     "evaluate_agents",

@@ -94,8 +94,8 @@ def _prepare(args: argparse.Namespace):
     for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
         _check_output(option, path)
     try:
-        rules = load_rules(args.rules)
-        rules = rules.replace(num_players=count)
+        # the seat count overrides the file's before validation (a deck check depends on it)
+        rules = load_rules(args.rules, num_players=count)
     except (ValueError, TypeError, OSError) as error:
         raise UsageError(f"--rules {args.rules!r}: {error}") from error
     agents = []
