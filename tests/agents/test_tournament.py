@@ -291,3 +291,14 @@ def test_play_tournament__ev_beats_greedy():
     assert ev.name == "ev" and greedy.name == "greedy"
     assert ev.win_rate_ci[0] > 0.5
     assert ev.mean_total < greedy.mean_total
+
+
+def test_play_tournament__progress_bar_counts_games(capsys):
+    rules = SkyjoRules()
+    result = play_tournament([RandomAgent(0), RandomAgent(1)], rules, 20, seed=0, progress=True)
+    assert result.games == 20
+    assert "/20 [" in capsys.readouterr().err
+    play_tournament([RandomAgent(0), RandomAgent(1)], rules, 20, seed=0, progress=False)
+    assert capsys.readouterr().err == ""
+    play_tournament([RandomAgent(0), RandomAgent(1)], rules, 20, seed=0)  # not a terminal
+    assert capsys.readouterr().err == ""
