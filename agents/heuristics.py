@@ -336,18 +336,17 @@ def _count_hidden(hidden, cleared):
 
 
 @jit
-def _known_sum(values, hidden, cleared, mu):
+def _known_sum(values, hidden, cleared):
     total = 0.0
     for s in range(values.shape[0]):
-        if not cleared[s]:
-            total += mu if hidden[s] else values[s]
+        if not cleared[s] and not hidden[s]:
+            total += values[s]
     return total
 
 
 @jit
-def _going_out_cost(values, hidden, cleared, opponent_best, geometry, finish_bonus, margin):
-    """Extra expected cost of ending the round with this grid (all face up)."""
-    mine = _known_sum(values, hidden, cleared, 0.0)
+def _going_out_cost(mine, opponent_best, geometry, finish_bonus, margin):
+    """Extra expected cost of ending the round with own final score ``mine``."""
     at_risk = opponent_best <= mine + margin
     if geometry[_CONDITION_LT] != 0:
         at_risk = opponent_best < mine + margin
@@ -359,56 +358,220 @@ def _going_out_cost(values, hidden, cleared, opponent_best, geometry, finish_bon
 
 
 @jit
-def _after_place(values, hidden, cleared, slot, card, geometry, scratch_v, scratch_h, scratch_c):
-    scratch_v[:] = values
-    scratch_h[:] = hidden
-    scratch_c[:] = cleared
-    scratch_v[slot] = card
-    scratch_h[slot] = False
-    _eliminate_at(scratch_v, scratch_h, scratch_c, slot, geometry)
+def _column_terms(values, hidden, cleared, c, geometry, slot, card, mu, chance, low,
+                  pair_bonus):
+    """One column's share of `_grid_value`, with ``slot`` (-1: none) holding ``card``
+    face up and the column eliminated if that completes it.
+
+    Valid without row elimination, where a column is either whole or fully cleared.
+    Returns ``(value, face-down count, face-up sum)``.
+    """
+    rows = geometry[_ROWS]
+    cols = geometry[_COLS]
+    if cleared[c]:
+        return 0.0, 0, 0.0
+    first = card if slot == c else values[c]
+    complete = geometry[_COLUMN_ELIM] != 0 and rows >= 2
+    estimate, face_down, face_up = 0.0, 0, 0.0
+    for r in range(rows):
+        s = r * cols + c
+        is_hidden = hidden[s] and s != slot
+        value = card if s == slot else values[s]
+        if is_hidden or value != first:
+            complete = False
+        if is_hidden:
+            estimate += mu
+            face_down += 1
+        else:
+            estimate += value
+            face_up += value
+    if complete:
+        return 0.0, 0, 0.0
+    if geometry[_COLUMN_ELIM] != 0 and rows >= 3:
+        for r0 in range(rows):
+            s0 = r0 * cols + c
+            if hidden[s0] and s0 != slot:
+                continue
+            w = card if s0 == slot else values[s0]
+            same = 0
+            for r in range(rows):
+                s = r * cols + c
+                if not (hidden[s] and s != slot) and (card if s == slot else values[s]) == w:
+                    same += 1
+            if same == rows - 1:
+                if w > 0:
+                    estimate -= pair_bonus * w * rows * min(1.0, 6.0 * chance[int(w) - low])
+                break
+    return estimate, face_down, face_up
 
 
 @jit
-def _outcome_value(sv, sh, sc, mu, probs, card_values, geometry, pair_bonus, final_lap,
-                   opponent_best, finish_bonus, margin):
-    value = _grid_value(sv, sh, sc, mu, probs, card_values, geometry, pair_bonus)
-    if not final_lap and _count_hidden(sh, sc) == 0:
-        value += _going_out_cost(sv, sh, sc, opponent_best, geometry, finish_bonus, margin)
-    return value
+def _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus):
+    """Expected grid sum minus the bonus for columns one matching card short (generic
+    path, for grids where rows may also have been eliminated)."""
+    rows = geometry[_ROWS]
+    cols = geometry[_COLS]
+    total = 0.0
+    for s in range(values.shape[0]):
+        if not cleared[s]:
+            total += mu if hidden[s] else values[s]
+    if geometry[_COLUMN_ELIM] == 0 or rows < 3:
+        return total
+    for c in range(cols):
+        for r0 in range(rows):
+            s0 = r0 * cols + c
+            if hidden[s0] or cleared[s0]:
+                continue
+            same = 0
+            blocked = False
+            for r in range(rows):
+                s = r * cols + c
+                if cleared[s]:
+                    blocked = True
+                elif not hidden[s] and values[s] == values[s0]:
+                    same += 1
+            if blocked:
+                break
+            if same == rows - 1:
+                if values[s0] > 0:
+                    w = values[s0]
+                    total -= pair_bonus * w * rows * min(1.0, 6.0 * chance[int(w) - low])
+                break
+    return total
 
 
 @jit
-def _best_place(values, hidden, cleared, card, mu, probs, card_values, geometry, pair_bonus,
-                final_lap, opponent_best, finish_bonus, margin, sv, sh, sc):
-    """(lowest outcome value, slot) over every non-cleared slot for ``card``."""
-    best, best_slot = 1e18, -1
+def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, low, geometry,
+             pair_bonus, final_lap, opponent_best, finish_bonus, margin, sv, sh, sc):
+    """Value (lower is better) of the grid after ``card`` goes face up into ``slot``.
+
+    ``ctx`` holds (total value, face-down count, face-up sum) of the current grid and
+    ``col_terms`` (cols, 3) the same per column, so that without row elimination only the
+    touched column is recomputed.
+    """
+    if geometry[_ROW_ELIM] == 0:
+        c = slot % geometry[_COLS]
+        value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, slot,
+                                                  card, mu, chance, low, pair_bonus)
+        total = ctx[0] - col_terms[c, 0] + value
+        hidden_after = ctx[1] - col_terms[c, 1] + face_down
+        mine = ctx[2] - col_terms[c, 2] + face_up
+    else:
+        sv[:] = values
+        sh[:] = hidden
+        sc[:] = cleared
+        sv[slot] = card
+        sh[slot] = False
+        _eliminate_at(sv, sh, sc, slot, geometry)
+        total = _grid_value(sv, sh, sc, mu, chance, low, geometry, pair_bonus)
+        hidden_after = _count_hidden(sh, sc)
+        mine = _known_sum(sv, sh, sc)
+    if not final_lap and hidden_after == 0:
+        total += _going_out_cost(mine, opponent_best, geometry, finish_bonus, margin)
+    return total
+
+
+@jit
+def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_values, chance,
+                   low, geometry, pair_bonus, final_lap, opponent_best, finish_bonus, margin,
+                   row_out):
+    """`_outcome` for every card value at one slot, without row elimination.
+
+    Same numbers as `_outcome`, computed once per slot from the rest of the column
+    instead of once per (slot, value): ``row_out[v]`` for card value index ``v``.
+    """
+    rows = geometry[_ROWS]
+    cols = geometry[_COLS]
+    c = slot % cols
+    others_estimate, others_hidden, others_up = 0.0, 0, 0.0
+    first_up = np.nan
+    others_equal = True
+    for r in range(rows):
+        s = r * cols + c
+        if s == slot:
+            continue
+        if hidden[s]:
+            others_estimate += mu
+            others_hidden += 1
+        else:
+            others_estimate += values[s]
+            others_up += values[s]
+            if np.isnan(first_up):
+                first_up = values[s]
+            elif values[s] != first_up:
+                others_equal = False
+    others_all_up_equal = others_hidden == 0 and others_equal
+    column_elim = geometry[_COLUMN_ELIM] != 0 and rows >= 2
+    for v in range(card_values.shape[0]):
+        card = card_values[v]
+        matches = 0
+        for r in range(rows):
+            s = r * cols + c
+            if s != slot and not hidden[s] and values[s] == card:
+                matches += 1
+        if column_elim and others_all_up_equal and matches == rows - 1:
+            value, face_down, face_up = 0.0, 0, 0.0
+        else:
+            value = others_estimate + card
+            face_down = others_hidden
+            face_up = others_up + card
+            if column_elim and rows >= 3:
+                pair = np.nan
+                if matches == rows - 2:
+                    pair = card
+                elif others_all_up_equal:
+                    pair = first_up
+                if not np.isnan(pair) and pair > 0:
+                    value -= pair_bonus * pair * rows * min(1.0, 6.0 * chance[int(pair) - low])
+        total = ctx[0] - col_terms[c, 0] + value
+        if not final_lap and ctx[1] - col_terms[c, 1] + face_down == 0:
+            mine = ctx[2] - col_terms[c, 2] + face_up
+            total += _going_out_cost(mine, opponent_best, geometry, finish_bonus, margin)
+        row_out[v] = total
+
+
+@jit
+def _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
+                   geometry, pair_bonus, final_lap, opponent_best, finish_bonus, margin,
+                   sv, sh, sc, table):
+    """``table[s, v]`` = `_outcome` of card value ``v`` going face up into slot ``s``
+    (+inf for cleared slots): both a placement and a reveal that shows ``v``."""
     for s in range(values.shape[0]):
         if cleared[s]:
-            continue
-        _after_place(values, hidden, cleared, s, card, geometry, sv, sh, sc)
-        value = _outcome_value(sv, sh, sc, mu, probs, card_values, geometry, pair_bonus,
-                               final_lap, opponent_best, finish_bonus, margin)
-        if value < best:
-            best, best_slot = value, s
+            table[s, :] = np.inf
+        elif geometry[_ROW_ELIM] == 0:
+            _slot_outcomes(values, hidden, cleared, s, ctx, col_terms, mu, card_values, chance,
+                           low, geometry, pair_bonus, final_lap, opponent_best, finish_bonus,
+                           margin, table[s])
+        else:
+            for v in range(card_values.shape[0]):
+                table[s, v] = _outcome(values, hidden, cleared, s, card_values[v], ctx,
+                                       col_terms, mu, chance, low, geometry, pair_bonus,
+                                       final_lap, opponent_best, finish_bonus, margin,
+                                       sv, sh, sc)
+
+
+@jit
+def _best_place(table, v):
+    """(lowest outcome value, slot) for placing the card of value index ``v``."""
+    best, best_slot = np.inf, -1
+    for s in range(table.shape[0]):
+        if table[s, v] < best:
+            best, best_slot = table[s, v], s
     return best, best_slot
 
 
 @jit
-def _best_reveal(values, hidden, cleared, mu, probs, card_values, geometry, pair_bonus,
-                 final_lap, opponent_best, finish_bonus, margin, sv, sh, sc):
+def _best_reveal(table, hidden, cleared, probs):
     """(lowest expected outcome value, slot) over the face-down slots."""
-    best, best_slot = 1e18, -1
-    for s in range(values.shape[0]):
+    best, best_slot = np.inf, -1
+    for s in range(table.shape[0]):
         if not hidden[s] or cleared[s]:
             continue
         expected = 0.0
-        for v in range(card_values.shape[0]):
-            if probs[v] == 0.0:
-                continue
-            _after_place(values, hidden, cleared, s, card_values[v], geometry, sv, sh, sc)
-            expected += probs[v] * _outcome_value(sv, sh, sc, mu, probs, card_values, geometry,
-                                                  pair_bonus, final_lap, opponent_best,
-                                                  finish_bonus, margin)
+        for v in range(probs.shape[0]):
+            if probs[v] > 0.0:
+                expected += probs[v] * table[s, v]
         if expected < best:
             best, best_slot = expected, s
     return best, best_slot
@@ -433,6 +596,22 @@ def _opponent_best(obs, n, offsets, geometry, slots, scale, mu, turn_gain):
 
 
 @jit
+def _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus, ctx,
+                  col_terms):
+    """Fill ``ctx`` and ``col_terms`` (see `_outcome`) for the current grid."""
+    ctx[0] = _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus)
+    ctx[1] = _count_hidden(hidden, cleared)
+    ctx[2] = _known_sum(values, hidden, cleared)
+    if geometry[_ROW_ELIM] == 0:
+        for c in range(geometry[_COLS]):
+            value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, -1,
+                                                      0.0, mu, chance, low, pair_bonus)
+            col_terms[c, 0] = value
+            col_terms[c, 1] = face_down
+            col_terms[c, 2] = face_up
+
+
+@jit
 def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
                pair_bonus, finish_bonus, opponent_turn_gain, margin, out):
     """Expected-value decisions for every row; see the module docstring."""
@@ -442,8 +621,16 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
     sv = np.empty(slots, np.float64)
     sh = np.empty(slots, np.bool_)
     sc = np.empty(slots, np.bool_)
+    ctx = np.empty(3, np.float64)
+    col_terms = np.zeros((geometry[_COLS], 3), np.float64)
     num_values = card_values.shape[0]
+    low = int(card_values[0])
     probs = np.empty(num_values, np.float64)
+    chance = np.zeros(int(card_values[-1]) - low + 1, np.float64)
+    value_index = np.zeros(int(card_values[-1]) - low + 1, np.int64)
+    for v in range(num_values):
+        value_index[int(card_values[v]) - low] = v
+    table = np.empty((slots, num_values), np.float64)
     for n in range(obs.shape[0]):
         mask = masks[n]
         phase = _phase(obs, n, offsets)
@@ -455,45 +642,35 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
         mu = 0.0
         for v in range(num_values):
             probs[v] = probs[v] / unseen_total if unseen_total > 0 else 1.0 / num_values
+            chance[int(card_values[v]) - low] = probs[v]
             mu += probs[v] * card_values[v]
         final_lap = obs[n, offsets[_FINAL_LAP]] > 0.5
         opp = _opponent_best(obs, n, offsets, geometry, slots, scale, mu, opponent_turn_gain)
+        _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus, ctx,
+                      col_terms)
+        _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
+                       geometry, pair_bonus, final_lap, opp, finish_bonus, margin, sv, sh, sc,
+                       table)
         action = -1
         if phase == _INITIAL_REVEAL or phase == _REVEAL_AFTER_DISCARD:
-            _, slot = _best_reveal(values, hidden, cleared, mu, probs, card_values, geometry,
-                                   pair_bonus, final_lap, opp, finish_bonus, margin, sv, sh, sc)
-            action = slot
-        elif phase == _PLACE_DISCARD:
-            card = _card(obs, n, offsets[_HELD_CARD], scale)
-            _, slot = _best_place(values, hidden, cleared, card, mu, probs, card_values,
-                                  geometry, pair_bonus, final_lap, opp, finish_bonus, margin,
-                                  sv, sh, sc)
+            _, action = _best_reveal(table, hidden, cleared, probs)
+        elif phase == _PLACE_DISCARD or phase == _PLACE_DRAWN:
+            held = value_index[int(_card(obs, n, offsets[_HELD_CARD], scale)) - low]
+            place_value, slot = _best_place(table, held)
             action = slots + 2 + slot
-        elif phase == _PLACE_DRAWN:
-            card = _card(obs, n, offsets[_HELD_CARD], scale)
-            place_value, slot = _best_place(values, hidden, cleared, card, mu, probs,
-                                            card_values, geometry, pair_bonus, final_lap, opp,
-                                            finish_bonus, margin, sv, sh, sc)
-            reveal_value, _ = _best_reveal(values, hidden, cleared, mu, probs, card_values,
-                                           geometry, pair_bonus, final_lap, opp, finish_bonus,
-                                           margin, sv, sh, sc)
-            action = slots + 2 + slot if place_value <= reveal_value else 2 * slots + 2
+            if phase == _PLACE_DRAWN:
+                reveal_value, _ = _best_reveal(table, hidden, cleared, probs)
+                if reveal_value < place_value:
+                    action = 2 * slots + 2
         elif phase == _CHOOSE_SOURCE:
-            top = _card(obs, n, offsets[_DISCARD_TOP], scale)
-            take_value, _ = _best_place(values, hidden, cleared, top, mu, probs, card_values,
-                                        geometry, pair_bonus, final_lap, opp, finish_bonus,
-                                        margin, sv, sh, sc)
-            reveal_value, _ = _best_reveal(values, hidden, cleared, mu, probs, card_values,
-                                           geometry, pair_bonus, final_lap, opp, finish_bonus,
-                                           margin, sv, sh, sc)
+            top = value_index[int(_card(obs, n, offsets[_DISCARD_TOP], scale)) - low]
+            take_value, _ = _best_place(table, top)
+            reveal_value, _ = _best_reveal(table, hidden, cleared, probs)
             draw_value = 0.0
             for v in range(num_values):
-                if probs[v] == 0.0:
-                    continue
-                place_value, _ = _best_place(values, hidden, cleared, card_values[v], mu, probs,
-                                             card_values, geometry, pair_bonus, final_lap, opp,
-                                             finish_bonus, margin, sv, sh, sc)
-                draw_value += probs[v] * min(place_value, reveal_value)
+                if probs[v] > 0.0:
+                    place_value, _ = _best_place(table, v)
+                    draw_value += probs[v] * min(place_value, reveal_value)
             action = slots + 1 if take_value <= draw_value and mask[slots + 1] else slots
         if action < 0 or not mask[action]:
             action = _first_legal(mask, 0, mask.shape[0])
