@@ -381,6 +381,7 @@ class SkyjoAECEnv(AECEnv):
         batch = self.batch
         self._actions = np.full(1, -1, np.int64)
         self._events = np.zeros(1, np.int32)
+        self._game_zero = np.zeros(1, np.int64)
         self._mask = np.zeros((1, self._num_actions), np.bool_)
         self._mask_fresh = False
         self._seat_rewards = np.zeros(players, np.float64)
@@ -425,13 +426,15 @@ class SkyjoAECEnv(AECEnv):
                 from the previous game's random stream (fresh entropy on the first reset).
             options: Accepted for API compatibility; unused.
         """
-        if seed is None:
-            if self._started:
-                with np.errstate(over="ignore"):
-                    seed = int(kernels.next_random(self.batch.rng, 0))
-            else:
+        if seed is None and self._started:
+            # the next game continues the previous game's own random stream
+            with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+                stream = np.array([kernels.next_random(self.batch.rng, 0)], np.uint64)
+                kernels.start_games(*self.batch.arrays, self._game_zero, stream, self.batch.deck[:0])
+        else:
+            if seed is None:
                 seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
-        reset(self.batch, [seed])
+            reset(self.batch, [seed])
         self._started = True
         self.agents = self.possible_agents[:]
         self.rewards = {agent: 0.0 for agent in self.agents}

@@ -111,7 +111,7 @@ def render_ansi(
             for p in range(first, min(first + GRIDS_PER_BAND, players))
         ]
         lines.append("")
-        for row in zip(*blocks):
+        for row in zip(*blocks, strict=True):
             lines.append(_GAP.join(row).rstrip())
     if int(game[ROUND]) > 0:
         scores = ", ".join(str(int(s)) for s in state.seat[b, :, ROUND_SCORE])

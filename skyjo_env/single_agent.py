@@ -1,0 +1,624 @@
+"""Single-agent views: one learner seat per game, opponents played inside ``step``.
+
+`LearnerGames` is the batched core: ``N`` games in one `BatchState`, each with one learner
+seat; after every learner decision the opponents (objects of the `Agent` protocol) act in
+batch until every game is back at a learner decision or over, so every observation and
+reward handed to the learner is its own. `SkyjoGymEnv` is the Gymnasium view over one such
+game; `skyjo_env.vec_env.SkyjoVecEnv` the Stable-Baselines3 view over many.
+
+Rewards are those of `skyjo_env.aec` (`seat_rewards_into`), taken for the learner's seat and
+summed over the opponents' moves between two learner decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium
+import numba
+import numpy as np
+from gymnasium import spaces
+
+from skyjo_env.aec import (
+    check_episode_options,
+    engine_rules,
+    observation_box,
+    resolve_rules,
+    seat_rewards_into,
+)
+from skyjo_env.core import kernels
+from skyjo_env.core.actions import Phase, num_actions
+from skyjo_env.core.engine import (
+    BatchState,
+    IllegalActionError,
+    illegal_action_message,
+    new_batch,
+    reset,
+    step,
+)
+from skyjo_env.core.layout import CURRENT, EVENT_GAME_ENDED, EVENT_TRUNCATED, PHASE
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import ObservationEncoder, encode_into
+from skyjo_env.protocol import Agent, RandomAgent
+from skyjo_env.render import render_ansi
+
+#: What may be passed as opponents: one agent for every opponent seat, one agent per
+#: opponent seat (relative to the learner), or a chooser called at every game start.
+Opponents = Agent | Sequence[Agent] | Callable[[np.random.Generator], Any]
+
+_GAME_OVER = int(Phase.GAME_OVER)
+
+
+def opponent_seed(seed: int) -> np.random.SeedSequence:
+    """The seed sequence of the default random opponent of an env seeded with ``seed``.
+
+    A child of ``seed`` (spawn key 1), so the opponent's draws never coincide with the
+    env's own generator (seeded with ``seed`` itself).
+    """
+    return np.random.SeedSequence(seed, spawn_key=(1,))
+
+
+# ---------------------------------------------------------------- compiled helpers
+
+
+@numba.njit(cache=True, nogil=True)
+def observe_games(games, observers, grid, slot_state, discard_pile, game, seat, params,
+                  card_values, card_counts, table, value_scale, deck_size, target_score,
+                  unseen, observations, masks):
+    """Observations of games ``games`` (int64 (M,)) from ``observers`` (int64 (M,)).
+
+    Writes row ``k`` of ``observations`` (float32 (M, O)) and of ``masks`` (bool (M, A):
+    the legal actions of the seat to act in that game; all False when the game is over).
+    """
+    for k in range(games.shape[0]):
+        b = games[k]
+        encode_into(b, observers[k], grid, slot_state, discard_pile, game, seat, card_values,
+                    card_counts, table, value_scale, deck_size, target_score, unseen,
+                    observations[k])
+        kernels.legal_mask_into(b, slot_state, game, params, masks[k])
+
+
+@numba.njit(cache=True, nogil=True)
+def waiting_on_opponents(game, learner_seat, over, games, observers):
+    """Games where an opponent is to act, into ``games``/``observers`` (int64 (N,)).
+
+    Returns how many were written (the first entries of both arrays).
+    """
+    count = 0
+    for b in range(game.shape[0]):
+        if over[b] or game[b, PHASE] == _GAME_OVER:
+            continue
+        current = game[b, CURRENT]
+        if current != learner_seat[b]:
+            games[count] = b
+            observers[count] = current
+            count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, terminated,
+                   truncated, over):
+    """Add each game's learner reward for a step and mark games that ended.
+
+    Args:
+        events: int32 (N,) event bits of the step.
+        seat: int32 (N, P, NUM_SEAT_FIELDS), the engine's seat counters.
+        learner_seat: int64 (N,).
+        game_bonus: Whether the game-end placement reward applies.
+        scratch: float64 (P,) work space.
+        rewards: float64 (N,), accumulated in place.
+        terminated, truncated, over: bool (N,), set in place for games that ended.
+    """
+    for b in range(events.shape[0]):
+        event = events[b]
+        if event == 0:
+            continue
+        if seat_rewards_into(event, seat, b, game_bonus, scratch):
+            rewards[b] += scratch[learner_seat[b]]
+        if (event & EVENT_GAME_ENDED) != 0:
+            over[b] = True
+            if (event & EVENT_TRUNCATED) != 0:
+                truncated[b] = True
+            else:
+                terminated[b] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def next_streams(rng, which):
+    """The next output of each listed game's own stream: uint64 (K,) (advances them)."""
+    out = np.empty(which.shape[0], np.uint64)
+    for k in range(which.shape[0]):
+        out[k] = kernels.next_random(rng, which[k])
+    return out
+
+
+def start_from_streams(state: BatchState, which: np.ndarray, streams: np.ndarray) -> None:
+    """Start games ``which`` (int64 (K,)) whose random streams begin at ``streams``.
+
+    The engine's `reset` minus the int-seed conversion: a game continued from another
+    game's stream (uint64 (K,), from `next_streams`) needs no `SeedSequence`.
+    """
+    with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+        kernels.start_games(*state.arrays, which, streams, state.deck[:0])
+
+
+# ---------------------------------------------------------------- the batched core
+
+
+class LearnerGames:
+    """``N`` games, one learner seat each; the opponents move in batch between decisions.
+
+    All arrays are preallocated; `advance` and `start` change them in place.
+
+    Attributes:
+        rules: The rules as given (``batch.rules`` are those the engine runs).
+        batch: The engine state of the ``N`` games.
+        encoder: The observation encoder.
+        learner_seat: int64 (N,), the learner's seat in each game.
+        rewards: float64 (N,), learner rewards accumulated since they were last cleared.
+        terminated: bool (N,), the episode ended (game end, round end in ``"round"`` mode,
+            or a penalised illegal action).
+        truncated: bool (N,), the engine's turn cap ended the game.
+        over: bool (N,), ``terminated | truncated``: the game waits for `start`.
+        masks: bool (N, A), the learner's legal actions (all False where over).
+    """
+
+    def __init__(
+        self,
+        rules: SkyjoRules,
+        num_games: int,
+        opponents: Opponents,
+        episode: str = "game",
+        illegal_action: str = "raise",
+        illegal_penalty: float = -1.0,
+        rng: np.random.Generator | None = None,
+    ):
+        """Allocate the games (none started: call `start`).
+
+        Args:
+            rules: The rules.
+            num_games: ``N >= 1``.
+            opponents: See `set_opponents`.
+            episode: ``"game"`` or ``"round"`` (see `skyjo_env.aec.SkyjoAECEnv`).
+            illegal_action: ``"raise"`` or ``"penalize"``.
+            illegal_penalty: The learner's reward for an illegal action under ``"penalize"``.
+            rng: The env's generator, handed to an opponent chooser (see `set_opponents`).
+        """
+        check_episode_options(episode, illegal_action, illegal_penalty)
+        self.rules = rules
+        self.episode = episode
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self._game_bonus = episode == "game"
+        self._penalize = illegal_action == "penalize"
+        run_rules = engine_rules(rules, episode)
+        self.batch = batch = new_batch(run_rules, num_games)
+        self.encoder = ObservationEncoder(run_rules)
+        self.num_games = num_games
+        self.num_players = rules.num_players
+        self.num_actions = num_actions(rules.num_slots)
+        self.obs_size = self.encoder.size
+        self.learner_seat = np.zeros(num_games, np.int64)
+        self.rewards = np.zeros(num_games, np.float64)
+        self.terminated = np.zeros(num_games, np.bool_)
+        self.truncated = np.zeros(num_games, np.bool_)
+        self.over = np.ones(num_games, np.bool_)
+        self.masks = np.zeros((num_games, self.num_actions), np.bool_)
+        self._all_games = np.arange(num_games, dtype=np.int64)
+        self._games = np.empty(num_games, np.int64)
+        self._observers = np.empty(num_games, np.int64)
+        self._actions = np.full(num_games, -1, np.int64)
+        self._events = np.zeros(num_games, np.int32)
+        self._scratch = np.zeros(self.num_players, np.float64)
+        self._opp_obs = np.empty((num_games, self.obs_size), np.float32)
+        self._opp_masks = np.empty((num_games, self.num_actions), np.bool_)
+        self._encode_args = (
+            batch.grid,
+            batch.slot_state,
+            batch.discard_pile,
+            batch.game,
+            batch.seat,
+            batch.params,
+            run_rules.card_values,
+            run_rules.card_counts,
+            kernels.value_index_table(run_rules.card_values),
+            self.encoder.layout.value_scale,
+            float(run_rules.deck_size),
+            float(run_rules.target_score),
+            np.empty(run_rules.card_values.size, np.int32),
+        )
+        self._agents: list[Agent] = []
+        self._assignment = np.zeros((num_games, max(1, self.num_players - 1)), np.int64)
+        self._chooser: Callable[[np.random.Generator], Any] | None = None
+        self._single_agent = True
+        self.set_opponents(opponents, rng)
+
+    # -------------------------------------------------------------- opponents
+
+    def _register(self, agent: Any) -> int:
+        if not isinstance(agent, Agent):
+            raise ValueError(
+                f"an opponent must follow the Agent protocol (name, act(observations, "
+                f"action_masks)), got {type(agent).__name__}"
+            )
+        for index, known in enumerate(self._agents):
+            if known is agent:
+                return index
+        self._agents.append(agent)
+        return len(self._agents) - 1
+
+    def _seat_indices(self, choice: Any) -> np.ndarray:
+        """Registry indices (P-1,) for one game's opponents, relative seat order."""
+        others = self.num_players - 1
+        if isinstance(choice, Agent):
+            return np.full(others, self._register(choice), np.int64)
+        if isinstance(choice, Sequence) and not isinstance(choice, str):
+            if len(choice) == 1:
+                return np.full(others, self._register(choice[0]), np.int64)
+            if len(choice) != others:
+                raise ValueError(
+                    f"got {len(choice)} opponents for {others} opponent seats: give one agent "
+                    f"for all seats or exactly {others}"
+                )
+            return np.array([self._register(agent) for agent in choice], np.int64)
+        raise ValueError(
+            "opponents must be an Agent, a sequence of Agents (one per opponent seat, in seat "
+            f"order after the learner) or a callable choosing them, got {type(choice).__name__}"
+        )
+
+    def set_opponents(self, opponents: Opponents, rng: np.random.Generator | None = None) -> None:
+        """Change who plays the opponent seats, from the next opponent decision on.
+
+        Args:
+            opponents: One `Agent` for every opponent seat; or a sequence of ``P-1`` agents,
+                agent ``k`` playing the seat ``k+1`` places after the learner (a sequence of
+                one counts as one agent for all seats); or a callable
+                ``chooser(rng) -> Agent | Sequence[Agent]`` called at every game start with
+                the env's generator to pick that game's opponents.
+            rng: The generator handed to a chooser for the games already running (required
+                with a chooser).
+
+        Raises:
+            ValueError: Something that is not an agent, or the wrong number of agents.
+        """
+        self._agents = []
+        if not isinstance(opponents, (Agent, Sequence)) and callable(opponents):
+            if rng is None:
+                raise ValueError("set_opponents needs an rng to apply a chooser")
+            self._chooser = opponents
+            for b in range(self.num_games):
+                self._assignment[b] = self._seat_indices(opponents(rng))
+        else:
+            self._chooser = None
+            self._assignment[:] = self._seat_indices(opponents)
+        self._single_agent = len(self._agents) == 1
+
+    @property
+    def opponents(self) -> list[Agent]:
+        """The distinct opponent agents in use."""
+        return list(self._agents)
+
+    def _choose_opponents(self, which: np.ndarray, rng: np.random.Generator) -> None:
+        if self._chooser is None:
+            return
+        for b in which:
+            self._assignment[b] = self._seat_indices(self._chooser(rng))
+        if len(self._agents) > 4 * self.num_games + 16:
+            # forget agents no game uses any more
+            used = np.unique(self._assignment)
+            self._agents = [self._agents[i] for i in used]
+            self._assignment = np.searchsorted(used, self._assignment).astype(np.int64)
+        self._single_agent = len(self._agents) == 1
+
+    # -------------------------------------------------------------- play
+
+    def start(self, which: np.ndarray, seeds: Sequence[int] | np.ndarray, seats: np.ndarray,
+              rng: np.random.Generator) -> None:
+        """Start new games and play the opponents up to each one's first learner decision.
+
+        Args:
+            which: int64 (K,) game indices.
+            seeds: K non-negative int game seeds (the engine deals from them, as
+                `skyjo_env.core.engine.reset` does), or a uint64 (K,) array of raw streams
+                from `next_game_streams`.
+            seats: int64 (K,) the learner's seat in each started game.
+            rng: The env's generator (handed to an opponent chooser).
+        """
+        which = np.asarray(which, np.int64)
+        if isinstance(seeds, np.ndarray) and seeds.dtype == np.uint64:
+            start_from_streams(self.batch, which, seeds)
+        else:
+            reset(self.batch, list(seeds), which)
+        self.learner_seat[which] = seats
+        self.rewards[which] = 0.0
+        self.terminated[which] = False
+        self.truncated[which] = False
+        self.over[which] = False
+        self._choose_opponents(which, rng)
+        self._play_opponents()
+        self._refresh_masks()
+
+    def advance(self, actions: np.ndarray) -> None:
+        """Apply the learner's actions, then the opponents' until learner decisions again.
+
+        Args:
+            actions: int64 (N,) one action per game; ignored (may be anything) where the
+                game is over.
+
+        Raises:
+            IllegalActionError: An illegal learner action with ``illegal_action="raise"``
+                (nothing changed), or an illegal opponent action (in any mode).
+        """
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_games,) or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(
+                f"actions must be integers of shape ({self.num_games},), got {actions.dtype} "
+                f"{actions.shape}"
+            )
+        acts = self._actions
+        np.copyto(acts, actions, casting="unsafe")
+        acts[self.over] = -1
+        live = acts >= 0
+        out_of_range = ~self.over & ((acts < 0) | (acts >= self.num_actions))
+        legal = live & ~out_of_range
+        legal[legal] = self.masks[legal, acts[legal]]
+        illegal = ~self.over & ~legal
+        if illegal.any():
+            b = int(np.flatnonzero(illegal)[0])
+            if not self._penalize:
+                raise IllegalActionError(
+                    illegal_action_message(self.batch, b, int(actions[b]))
+                )
+            self.rewards[illegal] += self.illegal_penalty
+            self.terminated[illegal] = True
+            self.over[illegal] = True
+            acts[illegal] = -1
+        events = step(self.batch, acts, self._events)
+        collect_events(events, self.batch.seat, self.learner_seat, self._game_bonus,
+                       self._scratch, self.rewards, self.terminated, self.truncated, self.over)
+        self._play_opponents()
+        self._refresh_masks()
+
+    def _play_opponents(self) -> None:
+        batch = self.batch
+        acts = self._actions
+        while True:
+            count = waiting_on_opponents(batch.game, self.learner_seat, self.over,
+                                         self._games, self._observers)
+            if count == 0:
+                return
+            games = self._games[:count]
+            observers = self._observers[:count]
+            obs = self._opp_obs[:count]
+            masks = self._opp_masks[:count]
+            observe_games(games, observers, *self._encode_args, obs, masks)
+            acts[:] = -1
+            if self._single_agent:
+                acts[games] = self._agents[0].act(obs, masks)
+            else:
+                relative = (observers - self.learner_seat[games]) % self.num_players - 1
+                who = self._assignment[games, relative]
+                for index in np.unique(who):
+                    rows = np.flatnonzero(who == index)
+                    acts[games[rows]] = self._agents[index].act(obs[rows], masks[rows])
+            events = step(batch, acts, self._events)
+            collect_events(events, batch.seat, self.learner_seat, self._game_bonus,
+                           self._scratch, self.rewards, self.terminated, self.truncated,
+                           self.over)
+
+    def _refresh_masks(self) -> None:
+        batch = self.batch
+        kernels.legal_masks(batch.slot_state, batch.game, batch.params, self.masks)
+        # a game ended by a penalised illegal action is not over for the engine
+        self.masks[self.over] = False
+
+    def observe(self, out: np.ndarray | None = None, which: np.ndarray | None = None) -> np.ndarray:
+        """Games seen from their learner's seat: float32 (N, O) (into ``out`` if given).
+
+        Args:
+            out: Optional float32 (N, O) array to fill.
+            which: Optional int64 (K,) game indices: only those rows are (re)written.
+        """
+        if out is None:
+            out = np.empty((self.num_games, self.obs_size), np.float32)
+        if which is None:
+            observe_games(self._all_games, self.learner_seat, *self._encode_args, out,
+                          self._opp_masks)
+        else:
+            which = np.asarray(which, np.int64)
+            rows = np.empty((which.size, self.obs_size), np.float32)
+            observe_games(which, self.learner_seat[which], *self._encode_args, rows,
+                          self._opp_masks)
+            out[which] = rows
+        return out
+
+    def next_game_streams(self, which: np.ndarray) -> np.ndarray:
+        """Streams of the next games at ``which``: uint64 (K,), each the next output of the
+        finished game's own random stream.
+
+        The same rule as `skyjo_env.aec.SkyjoAECEnv.reset` without a seed, so a batch game
+        and an AEC env started from the same seed go on to the same next games.
+        """
+        return next_streams(self.batch.rng, np.asarray(which, np.int64))
+
+
+# ---------------------------------------------------------------- Gymnasium view
+
+
+class SkyjoGymEnv(gymnasium.Env):
+    """Skyjo for one learner (Gymnasium API); the other seats are played by opponent agents.
+
+    At every reset the learner is put in a random seat (drawn from the env's own generator,
+    ``np_random``); the opponents then act inside ``reset``/``step`` until it is the
+    learner's turn again or the episode ends, so every observation and reward is the
+    learner's own.
+
+    Observation: float32 (O,), the learner seat's vector from
+    `skyjo_env.encoding.ObservationEncoder` (bounds from `skyjo_env.aec.observation_bounds`).
+
+    Action: int in ``0 .. A-1`` (``A = 2S + 3``); ``action_masks()`` -> bool (A,) gives the
+    legal ones (sb3-contrib's MaskablePPO calls it).
+
+    Reward (float): exactly the learner seat's reward of `skyjo_env.aec.SkyjoAECEnv`, summed
+    over the learner's step and the opponents' moves that follow it:
+        - round end: ``-(own round score - mean of the others' round scores) / 100``;
+        - game end (``episode="game"``, not truncated): ``+1/k`` if among the ``k`` seats
+          with the lowest total, else ``-1/(P-k)`` (0 if all seats tie);
+        - an illegal action under ``illegal_action="penalize"``: ``illegal_penalty``.
+
+    Episode end: ``terminated`` at the game end (``episode="game"``), at the end of a
+    one-round game (``episode="round"``), or on a penalised illegal action; ``truncated``
+    when the engine's turn cap stops the game. With ``illegal_action="raise"`` (default) an
+    illegal action raises the engine's `IllegalActionError` and nothing changes. The
+    Gymnasium and SB3 checkers sample unmasked actions, so they run with ``"penalize"``.
+
+    ``info``: ``{"learner_seat": int}`` and, at the end of an episode that was not ended by
+    an illegal action, ``"total_scores"`` (list of P ints, seat order) and ``"won"`` (bool).
+
+    Seeding: ``reset(seed=s)`` deals the game the engine deals from the int seed ``s`` (as the
+    AEC env's ``reset(seed=s)``), seeds ``np_random`` (which picks the learner seat) with
+    ``s``, and re-seeds the default random opponent from ``s``; opponents passed in keep
+    their own generators. ``reset()`` without a seed draws the next game seed from
+    ``np_random``.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "skyjo_single_agent_v0"}
+
+    def __init__(
+        self,
+        rules: SkyjoRules | None = None,
+        opponents: Opponents | None = None,
+        episode: str = "game",
+        illegal_action: str = "raise",
+        illegal_penalty: float = -1.0,
+        render_mode: str | None = None,
+        **rule_kwargs: Any,
+    ):
+        """Build the env.
+
+        Args:
+            rules: The rules; when None, ``SkyjoRules(**rule_kwargs)``.
+            opponents: See `LearnerGames.set_opponents`; default a `RandomAgent`.
+            episode: ``"game"`` (default) or ``"round"``.
+            illegal_action: ``"raise"`` (default) or ``"penalize"``.
+            illegal_penalty: The learner's reward for an illegal action under ``"penalize"``.
+            render_mode: None, ``"ansi"`` or ``"human"``.
+            **rule_kwargs: `SkyjoRules` fields (or changes to ``rules``).
+        """
+        super().__init__()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is invalid: allowed None, 'ansi', 'human'")
+        self.rules = resolve_rules(rules, rule_kwargs)
+        self.render_mode = render_mode
+        self._default_opponent = RandomAgent(np.random.default_rng(), name="random")
+        self._owns_opponent = opponents is None
+        self.games = LearnerGames(
+            self.rules,
+            1,
+            self._default_opponent if opponents is None else opponents,
+            episode=episode,
+            illegal_action=illegal_action,
+            illegal_penalty=illegal_penalty,
+            rng=self.np_random,
+        )
+        self.episode = episode
+        self.observation_space = observation_box(self.rules)
+        self.action_space = spaces.Discrete(self.games.num_actions)
+        self._obs = np.empty((1, self.games.obs_size), np.float32)
+        self._action = np.zeros(1, np.int64)
+        self._which = np.zeros(1, np.int64)
+
+    @property
+    def learner_seat(self) -> int:
+        """The learner's seat in the current game."""
+        return int(self.games.learner_seat[0])
+
+    def set_opponents(self, opponents: Opponents) -> None:
+        """Change the opponents from their next decision on (see `LearnerGames.set_opponents`)."""
+        self._owns_opponent = False
+        self.games.set_opponents(opponents, self.np_random)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a new game: deal, pick the learner seat, play opponents up to its turn.
+
+        Args:
+            seed: A non-negative int game seed (see the class docstring), or None.
+            options: Accepted for API compatibility; unused.
+
+        Returns:
+            ``(observation float32 (O,), info)``.
+        """
+        super().reset(seed=seed)
+        if seed is None:
+            game_seed = int(self.np_random.integers(2**63))
+        else:
+            game_seed = seed
+            if self._owns_opponent:
+                self._default_opponent.rng = np.random.default_rng(opponent_seed(seed))
+        seat = self.np_random.integers(self.rules.num_players, size=1)
+        self.games.start(self._which, [game_seed], seat, self.np_random)
+        return self._observation(), {"learner_seat": self.learner_seat}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Play the learner's action and the opponents' replies.
+
+        Returns:
+            ``(observation float32 (O,), reward, terminated, truncated, info)``.
+
+        Raises:
+            IllegalActionError: Illegal action under ``illegal_action="raise"``.
+            RuntimeError: Stepping an episode that has ended.
+        """
+        games = self.games
+        if games.over[0]:
+            raise RuntimeError("the episode has ended: call reset() before step()")
+        self._action[0] = action
+        games.advance(self._action)
+        reward = float(games.rewards[0])
+        games.rewards[0] = 0.0
+        terminated = bool(games.terminated[0])
+        truncated = bool(games.truncated[0])
+        info: dict[str, Any] = {"learner_seat": self.learner_seat}
+        if (terminated or truncated) and games.batch.game[0, PHASE] == _GAME_OVER:
+            totals = games.batch.total_scores[0]
+            info["total_scores"] = [int(t) for t in totals]
+            info["won"] = bool(totals[self.learner_seat] == totals.min()) and not truncated
+        return self._observation(), reward, terminated, truncated, info
+
+    def _observation(self) -> np.ndarray:
+        return self.games.observe(self._obs)[0].copy()
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions now: bool (A,) (all False once the episode ended)."""
+        return self.games.masks[0].copy()
+
+    def render(self) -> str | None:
+        """The game as text (``render_mode="ansi"``) or printed (``"human"``)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        text = render_ansi(self.games.batch, 0) + f"\nlearner: seat {self.learner_seat}"
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Nothing to release; safe to call more than once."""
+
+
+__all__ = [
+    "LearnerGames",
+    "Opponents",
+    "SkyjoGymEnv",
+    "collect_events",
+    "next_streams",
+    "observe_games",
+    "opponent_seed",
+    "start_from_streams",
+    "waiting_on_opponents",
+]

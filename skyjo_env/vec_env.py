@@ -1,0 +1,277 @@
+"""Batched training environment: ``N`` games in one `BatchState` as an SB3 `VecEnv`.
+
+Each game has one learner seat (drawn from the env's generator at every game start); the
+opponents act in batch inside `SkyjoVecEnv.step_wait` until every game is back at a learner
+decision, and finished games restart at once (SB3's auto-reset convention). Works directly
+with sb3-contrib's ``MaskablePPO``::
+
+    venv = SkyjoVecEnv(num_envs=256, num_players=2, seed=0)
+    model = MaskablePPO("MlpPolicy", venv)
+    model.learn(1_000_000)
+
+This is the one module of `skyjo_env` that imports Stable-Baselines3 (to subclass `VecEnv`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env.base_vec_env import (
+    VecEnv,
+    VecEnvIndices,
+    VecEnvObs,
+    VecEnvStepReturn,
+)
+
+from skyjo_env.aec import observation_box, resolve_rules
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.protocol import RandomAgent
+from skyjo_env.render import render_ansi
+from skyjo_env.single_agent import LearnerGames, Opponents, opponent_seed
+
+
+class SkyjoVecEnv(VecEnv):
+    """``num_envs`` Skyjo games for one learner, stepped together (SB3 `VecEnv`).
+
+    Observation: float32 (N, O), game ``i`` seen from its learner seat (the encoder of
+    `skyjo_env.encoding`). Action: int64 (N,), each in ``0 .. A-1``; ``action_masks()``
+    gives bool (N, A) (sb3-contrib's ``get_action_masks`` also works through
+    ``env_method("action_masks")``).
+
+    Reward: float32 (N,), identical to `skyjo_env.single_agent.SkyjoGymEnv` (the learner
+    seat's reward of `skyjo_env.aec.SkyjoAECEnv`, summed over the opponents' moves):
+    round end ``-(own round score - mean of the others') / 100``; at the game end
+    (``episode="game"``, not truncated) ``+1/k`` to each of the ``k`` winners, ``-1/(P-k)``
+    to the others; ``illegal_penalty`` for a penalised illegal action.
+
+    Done: a game ended (``episode="game"``), a one-round game ended (``episode="round"``),
+    the turn cap truncated it (``info["TimeLimit.truncated"] = True``), or an illegal action
+    was penalised. The game then restarts at once: ``info["terminal_observation"]`` holds
+    the last observation of the finished episode and the returned row is the first learner
+    observation of the next one. Finished episodes also report ``info["episode_end"]``:
+    ``{"learner_seat", "total_scores", "won", "truncated", "illegal"}``.
+
+    Seeding: ``seed(s)`` (or ``seed=s`` at construction) makes the next ``reset()`` deal game
+    ``i`` from the int seed ``s + i``, the very game `skyjo_env.aec.SkyjoAECEnv`
+    ``reset(seed=s + i)`` deals; it also seeds the env's generator (learner seats, opponent
+    choosers) and the default random opponent. Later games continue from each finished game's
+    own random stream, as the AEC env's ``reset()`` without a seed does.
+
+    Opponents: one `Agent` for all opponent seats, a sequence of ``P-1`` agents (by seat
+    after the learner), or a chooser ``f(rng) -> Agent | Sequence[Agent]`` called at every
+    game start; change them with `set_opponents`. Default: a `RandomAgent`.
+    """
+
+    def __init__(
+        self,
+        num_envs: int = 64,
+        rules: SkyjoRules | None = None,
+        opponents: Opponents | None = None,
+        episode: str = "game",
+        illegal_action: str = "raise",
+        illegal_penalty: float = -1.0,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        **rule_kwargs: Any,
+    ):
+        """Build the env (call ``reset()`` before stepping, as SB3 does).
+
+        Args:
+            num_envs: Number of games ``N``.
+            rules: The rules; when None, ``SkyjoRules(**rule_kwargs)``.
+            opponents: See the class docstring; default a `RandomAgent`.
+            episode: ``"game"`` (default) or ``"round"``.
+            illegal_action: ``"raise"`` (default) or ``"penalize"``.
+            illegal_penalty: The learner's reward for an illegal action under ``"penalize"``.
+            seed: Optional int, as `seed`.
+            render_mode: None, ``"ansi"`` or ``"human"`` (renders game 0).
+            **rule_kwargs: `SkyjoRules` fields (or changes to ``rules``).
+        """
+        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        if render_mode not in (None, "ansi", "human"):
+            raise ValueError(f"render_mode={render_mode!r} is invalid: allowed None, 'ansi', 'human'")
+        self.rules = resolve_rules(rules, rule_kwargs)
+        self.render_mode = render_mode
+        self.episode = episode
+        self._rng = np.random.default_rng(seed)
+        self._default_opponent = RandomAgent(
+            np.random.default_rng(None if seed is None else opponent_seed(seed))
+        )
+        self._owns_opponent = opponents is None
+        self.games = LearnerGames(
+            self.rules,
+            int(num_envs),
+            self._default_opponent if opponents is None else opponents,
+            episode=episode,
+            illegal_action=illegal_action,
+            illegal_penalty=illegal_penalty,
+            rng=self._rng,
+        )
+        super().__init__(
+            int(num_envs), observation_box(self.rules), spaces.Discrete(self.games.num_actions)
+        )
+        self.metadata = {"render_modes": ["ansi", "human"], "name": "skyjo_vec_v0"}
+        self._actions: np.ndarray | None = None
+        self._started = False
+        if seed is not None:
+            self.seed(seed)
+
+    # -------------------------------------------------------------- seeding / opponents
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed the next ``reset()``: game ``i`` from ``seed + i`` (see the class docstring).
+
+        Returns:
+            The game seeds the next reset will use (None entries when ``seed`` is None).
+        """
+        if seed is None:
+            self._seeds = [None] * self.num_envs
+            return self._seeds
+        self._rng = np.random.default_rng(seed)
+        if self._owns_opponent:
+            self._default_opponent.rng = np.random.default_rng(opponent_seed(seed))
+        self._seeds = [int(seed) + i for i in range(self.num_envs)]
+        return self._seeds
+
+    def set_opponents(self, opponents: Opponents) -> None:
+        """Swap the opponents (an agent, ``P-1`` agents, or a chooser), effective at once."""
+        self._owns_opponent = False
+        self.games.set_opponents(opponents, self._rng)
+
+    @property
+    def learner_seat(self) -> np.ndarray:
+        """int64 (N,) the learner's seat in each game (a copy)."""
+        return self.games.learner_seat.copy()
+
+    # -------------------------------------------------------------- VecEnv API
+
+    def reset(self) -> VecEnvObs:
+        """Start all ``N`` games (seeded by `seed`, else from each game's own stream).
+
+        Returns:
+            float32 (N, O) first learner observations.
+        """
+        games = self.games
+        which = np.arange(self.num_envs, dtype=np.int64)
+        if self._seeds[0] is not None:
+            seeds = list(self._seeds)
+        elif self._started:
+            seeds = games.next_game_streams(which)
+        else:
+            seeds = [int(s) for s in self._rng.integers(2**63, size=self.num_envs)]
+        self._reset_seeds()
+        self._reset_options()
+        seats = self._rng.integers(self.rules.num_players, size=self.num_envs)
+        games.start(which, seeds, seats, self._rng)
+        self._started = True
+        self.reset_infos = [{"learner_seat": int(s)} for s in seats]
+        return games.observe()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Store the learner's actions, int (N,), for `step_wait`."""
+        self._actions = actions
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Play the stored actions, the opponents' replies, and restart finished games.
+
+        Returns:
+            ``(observations float32 (N, O), rewards float32 (N,), dones bool (N,), infos)``.
+
+        Raises:
+            IllegalActionError: An illegal learner action under ``illegal_action="raise"``.
+        """
+        if self._actions is None:
+            raise RuntimeError("step_async must be called before step_wait")
+        if not self._started:
+            raise RuntimeError("call reset() before stepping")
+        games = self.games
+        actions, self._actions = np.asarray(self._actions), None
+        games.advance(actions.reshape(self.num_envs))
+        observations = games.observe()
+        rewards = games.rewards.astype(np.float32)
+        games.rewards[:] = 0.0
+        dones = games.over.copy()
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if dones.any():
+            which = np.flatnonzero(dones)
+            totals = games.batch.total_scores
+            game_over = games.batch.game_over
+            for b in which:
+                seat = int(games.learner_seat[b])
+                truncated = bool(games.truncated[b])
+                illegal = not truncated and not game_over[b]
+                info = infos[b]
+                info["terminal_observation"] = observations[b].copy()
+                info["TimeLimit.truncated"] = truncated
+                info["episode_end"] = {
+                    "learner_seat": seat,
+                    "total_scores": [int(t) for t in totals[b]],
+                    "won": bool(
+                        not truncated and not illegal and totals[b, seat] == totals[b].min()
+                    ),
+                    "truncated": truncated,
+                    "illegal": illegal,
+                }
+            streams = games.next_game_streams(which)
+            seats = self._rng.integers(self.rules.num_players, size=which.size)
+            games.start(which, streams, seats, self._rng)
+            games.observe(observations, which)
+        return observations, rewards, dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions in every game: bool (N, A) (a copy)."""
+        return self.games.masks.copy()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """``getattr(self, attr_name)`` once per selected game (all games share this env)."""
+        value = getattr(self, attr_name)
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """``setattr(self, attr_name, value)`` (one object holds every game)."""
+        setattr(self, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        """Call a method per selected game.
+
+        ``"action_masks"`` returns one bool (A,) row per game (what sb3-contrib's
+        ``get_action_masks`` stacks); any other method is called once on this env and its
+        result repeated per game.
+        """
+        selected = list(self._get_indices(indices))
+        if method_name == "action_masks":
+            masks = self.action_masks()
+            return [masks[i] for i in selected]
+        result = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [result for _ in selected]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """No game is wrapped in a Gymnasium wrapper: all False."""
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """No image rendering: None per game."""
+        return [None for _ in range(self.num_envs)]
+
+    def render(self, mode: str | None = None) -> str | None:
+        """Game 0 as text (``"ansi"`` returns it, ``"human"`` prints it)."""
+        mode = mode or self.render_mode
+        if mode is None:
+            return None
+        text = render_ansi(self.games.batch, 0) + f"\nlearner: seat {int(self.games.learner_seat[0])}"
+        if mode == "human":
+            print(text)
+            return None
+        return text
+
+
+__all__ = ["SkyjoVecEnv"]
