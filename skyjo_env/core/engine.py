@@ -383,7 +383,7 @@ def illegal_action_reason(state: BatchState, b: int, action: int) -> str:
     """Why ``action`` is illegal in game ``b`` (call only for a masked-out action)."""
     rules = state.rules
     if not 0 <= action < state.num_actions:
-        return f"action ids run from 0 to {state.num_actions - 1}"
+        return f"action ids run from 0 to {state.num_actions - 1} (-1 leaves a game untouched)"
     phase = Phase(int(state.game[b, PHASE]))
     kind, slot = decode_action(action, rules.num_slots)
     if phase == Phase.GAME_OVER:

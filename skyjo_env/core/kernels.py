@@ -553,10 +553,13 @@ def step_batch(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final
     mask = np.empty(num_actions, np.bool_)
     for b in range(game.shape[0]):
         action = actions[b]
-        if action < 0:
+        if action == -1:
             continue
+        # any other negative id is an error, not a second way to skip a game
+        if action < 0 or action >= num_actions:
+            return b
         legal_mask_into(b, slot_state, game, params, mask)
-        if action >= num_actions or not mask[action]:
+        if not mask[action]:
             return b
     for b in range(game.shape[0]):
         events[b] = 0
