@@ -441,7 +441,8 @@ class LearnerGames:
         The same rule as `skyjo_env.aec.SkyjoAECEnv.reset` without a seed, so a batch game
         and an AEC env started from the same seed go on to the same next games.
         """
-        return next_streams(self.batch.rng, np.asarray(which, np.int64))
+        with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+            return next_streams(self.batch.rng, np.asarray(which, np.int64))
 
 
 # ---------------------------------------------------------------- Gymnasium view
