@@ -84,12 +84,20 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
     try:
         with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()  # reads every member: catches truncation, bad CRCs
+            if damaged is not None:
+                raise CheckpointError(f"checkpoint {str(path)!r} is corrupt: bad data in {damaged}")
             if META_MEMBER not in archive.namelist():
+                # also what a truncated checkpoint looks like: zipfile then finds the
+                # directory of a zip nested inside it
                 raise CheckpointError(
-                    f"{str(path)!r} is not a skyjo-rl checkpoint (no {META_MEMBER} inside)"
+                    f"checkpoint {str(path)!r} is corrupt or not a skyjo-rl checkpoint "
+                    f"(no {META_MEMBER} inside)"
                 )
             metadata = json.loads(archive.read(META_MEMBER))
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        if isinstance(error, CheckpointError):
+            raise
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt: {error}") from error
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CheckpointError(f"checkpoint {str(path)!r} has corrupt metadata: {error}") from error
