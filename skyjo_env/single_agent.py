@@ -48,6 +48,7 @@ from skyjo_env.render import render_ansi
 Opponents = Agent | Sequence[Agent] | Callable[[np.random.Generator], Any]
 
 _GAME_OVER = int(Phase.GAME_OVER)
+_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 
 
 def opponent_seed(seed: int) -> np.random.SeedSequence:
@@ -80,10 +81,13 @@ def observe_games(games, observers, grid, slot_state, discard_pile, game, seat, 
 
 
 @numba.njit(cache=True, nogil=True)
-def waiting_on_opponents(game, learner_seat, over, games, observers):
-    """Games where an opponent is to act, into ``games``/``observers`` (int64 (N,)).
+def gather_opponent_views(learner_seat, over, games, observers, grid, slot_state,
+                          discard_pile, game, seat, params, card_values, card_counts, table,
+                          value_scale, deck_size, target_score, unseen, observations, masks):
+    """Find the games where an opponent is to act and encode what that opponent sees.
 
-    Returns how many were written (the first entries of both arrays).
+    Writes the first ``count`` entries of ``games``/``observers`` (int64 (N,)) and rows of
+    ``observations`` (float32 (N, O)) and ``masks`` (bool (N, A)); returns ``count``.
     """
     count = 0
     for b in range(game.shape[0]):
@@ -93,8 +97,46 @@ def waiting_on_opponents(game, learner_seat, over, games, observers):
         if current != learner_seat[b]:
             games[count] = b
             observers[count] = current
+            encode_into(b, current, grid, slot_state, discard_pile, game, seat, card_values,
+                        card_counts, table, value_scale, deck_size, target_score, unseen,
+                        observations[count])
+            kernels.legal_mask_into(b, slot_state, game, params, masks[count])
             count += 1
     return count
+
+
+@numba.njit(cache=True, nogil=True)
+def check_learner_actions(actions, masks, over, out):
+    """Copy the learner's actions into ``out`` (int64 (N,)), -1 where the game is over.
+
+    Returns the index of the first game whose action is not legal there (its ``masks`` row,
+    bool (N, A)), or -1. ``out`` holds -1 for that game and every later illegal one.
+    """
+    first = -1
+    num_actions = masks.shape[1]
+    for b in range(actions.shape[0]):
+        if over[b]:
+            out[b] = -1
+            continue
+        action = actions[b]
+        if action < 0 or action >= num_actions or not masks[b, action]:
+            out[b] = -1
+            if first < 0:
+                first = b
+        else:
+            out[b] = action
+    return first
+
+
+@numba.njit(cache=True, nogil=True)
+def learner_masks(slot_state, game, params, over, masks):
+    """Legal actions of every game into ``masks`` (bool (N, A)); all False where ``over``
+    (a game ended by a penalised illegal action is not over for the engine)."""
+    for b in range(game.shape[0]):
+        if over[b]:
+            masks[b, :] = False
+        else:
+            kernels.legal_mask_into(b, slot_state, game, params, masks[b])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -214,6 +256,7 @@ class LearnerGames:
         self._scratch = np.zeros(self.num_players, np.float64)
         self._opp_obs = np.empty((num_games, self.obs_size), np.float32)
         self._opp_masks = np.empty((num_games, self.num_actions), np.bool_)
+        self._step_args = (*batch.arrays, self._actions, self._events)
         self._encode_args = (
             batch.grid,
             batch.slot_state,
@@ -344,75 +387,76 @@ class LearnerGames:
         """Apply the learner's actions, then the opponents' until learner decisions again.
 
         Args:
-            actions: int64 (N,) one action per game; ignored (may be anything) where the
+            actions: int (N,) one action per game; ignored (may be anything) where the
                 game is over.
 
         Raises:
             IllegalActionError: An illegal learner action with ``illegal_action="raise"``
                 (nothing changed), or an illegal opponent action (in any mode).
+            ValueError: ``actions`` are not integers of shape (N,).
         """
         actions = np.asarray(actions)
-        if actions.shape != (self.num_games,) or not np.issubdtype(actions.dtype, np.integer):
+        if actions.shape != (self.num_games,) or actions.dtype.kind not in "iu":
             raise ValueError(
                 f"actions must be integers of shape ({self.num_games},), got {actions.dtype} "
                 f"{actions.shape}"
             )
+        if actions.dtype != np.int64:
+            actions = actions.astype(np.int64)
         acts = self._actions
-        np.copyto(acts, actions, casting="unsafe")
-        acts[self.over] = -1
-        live = acts >= 0
-        out_of_range = ~self.over & ((acts < 0) | (acts >= self.num_actions))
-        legal = live & ~out_of_range
-        legal[legal] = self.masks[legal, acts[legal]]
-        illegal = ~self.over & ~legal
-        if illegal.any():
-            b = int(np.flatnonzero(illegal)[0])
+        first = check_learner_actions(actions, self.masks, self.over, acts)
+        if first >= 0:
             if not self._penalize:
                 raise IllegalActionError(
-                    illegal_action_message(self.batch, b, int(actions[b]))
+                    illegal_action_message(self.batch, first, int(actions[first]))
                 )
+            illegal = ~self.over & (acts < 0)
             self.rewards[illegal] += self.illegal_penalty
             self.terminated[illegal] = True
             self.over[illegal] = True
-            acts[illegal] = -1
-        events = step(self.batch, acts, self._events)
-        collect_events(events, self.batch.seat, self.learner_seat, self._game_bonus,
-                       self._scratch, self.rewards, self.terminated, self.truncated, self.over)
+        self._step(acts)
         self._play_opponents()
         self._refresh_masks()
 
-    def _play_opponents(self) -> None:
+    def _step(self, acts: np.ndarray) -> None:
+        """The engine's step (its checks skipped: every action here was checked or comes
+        from an opponent, whose illegal action still raises), then the rewards."""
         batch = self.batch
+        if _JIT_DISABLED:
+            step(batch, acts, self._events)
+        else:
+            bad = kernels.step_batch(*self._step_args)
+            if bad >= 0:
+                raise IllegalActionError(illegal_action_message(batch, bad, int(acts[bad])))
+        collect_events(self._events, batch.seat, self.learner_seat, self._game_bonus,
+                       self._scratch, self.rewards, self.terminated, self.truncated, self.over)
+
+    def _play_opponents(self) -> None:
         acts = self._actions
         while True:
-            count = waiting_on_opponents(batch.game, self.learner_seat, self.over,
-                                         self._games, self._observers)
+            count = gather_opponent_views(self.learner_seat, self.over, self._games,
+                                          self._observers, *self._encode_args,
+                                          self._opp_obs, self._opp_masks)
             if count == 0:
                 return
             games = self._games[:count]
-            observers = self._observers[:count]
             obs = self._opp_obs[:count]
             masks = self._opp_masks[:count]
-            observe_games(games, observers, *self._encode_args, obs, masks)
-            acts[:] = -1
+            acts.fill(-1)
             if self._single_agent:
                 acts[games] = self._agents[0].act(obs, masks)
             else:
+                observers = self._observers[:count]
                 relative = (observers - self.learner_seat[games]) % self.num_players - 1
                 who = self._assignment[games, relative]
                 for index in np.unique(who):
                     rows = np.flatnonzero(who == index)
                     acts[games[rows]] = self._agents[index].act(obs[rows], masks[rows])
-            events = step(batch, acts, self._events)
-            collect_events(events, batch.seat, self.learner_seat, self._game_bonus,
-                           self._scratch, self.rewards, self.terminated, self.truncated,
-                           self.over)
+            self._step(acts)
 
     def _refresh_masks(self) -> None:
         batch = self.batch
-        kernels.legal_masks(batch.slot_state, batch.game, batch.params, self.masks)
-        # a game ended by a penalised illegal action is not over for the engine
-        self.masks[self.over] = False
+        learner_masks(batch.slot_state, batch.game, batch.params, self.over, self.masks)
 
     def observe(self, out: np.ndarray | None = None, which: np.ndarray | None = None) -> np.ndarray:
         """Games seen from their learner's seat: float32 (N, O) (into ``out`` if given).
@@ -616,10 +660,12 @@ __all__ = [
     "LearnerGames",
     "Opponents",
     "SkyjoGymEnv",
+    "check_learner_actions",
     "collect_events",
+    "gather_opponent_views",
+    "learner_masks",
     "next_streams",
     "observe_games",
     "opponent_seed",
     "start_from_streams",
-    "waiting_on_opponents",
 ]
