@@ -29,6 +29,10 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
+from pettingzoo.utils.wrappers.order_enforcing import (
+    AECOrderEnforcingIterable,
+    AECOrderEnforcingIterator,
+)
 
 from skyjo_env.core import kernels
 from skyjo_env.core.actions import num_actions
@@ -609,8 +613,41 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """As `AECEnv.last` (the wrappers below only pass ``observe`` through)."""
         if not self._has_reset:
-            EnvLogger.error_observe_before_reset()
+            raise AttributeError("agent_selection cannot be accessed before reset")
         return self._raw.last(observe)
+
+    def step(self, action: Any) -> None:
+        """As `OrderEnforcingWrapper.step`, reading ``agents`` directly."""
+        if self._has_reset and self._raw.agents:
+            self._has_updated = True
+            self.env.step(action)
+        else:
+            super().step(action)
+
+    def agent_iter(self, max_iter: int = 2**63) -> AECOrderEnforcingIterable:
+        """As `OrderEnforcingWrapper.agent_iter`, with direct reads in ``__next__``."""
+        if not self._has_reset:
+            EnvLogger.error_agent_iter_before_reset()
+        return _OrderEnforcingIterable(self, max_iter)
+
+
+class _OrderEnforcingIterable(AECOrderEnforcingIterable):
+    def __iter__(self) -> _OrderEnforcingIterator:
+        return _OrderEnforcingIterator(self.env, self.max_iter)
+
+
+class _OrderEnforcingIterator(AECOrderEnforcingIterator):
+    """`AECOrderEnforcingIterator` with the same checks, reading the unwrapped env."""
+
+    def __next__(self) -> str:
+        raw = self.env._raw
+        if not raw.agents or self.iters_til_term <= 0:
+            raise StopIteration
+        self.iters_til_term -= 1
+        if not self.env._has_updated:
+            raise AssertionError("need to call step() or reset() in a loop over `agent_iter`")
+        self.env._has_updated = False
+        return raw.agent_selection
 
 
 def _hot_property(name: str) -> property:

@@ -72,6 +72,44 @@ def test_aec__env_uses_the_standard_wrappers():
     assert game.unwrapped.metadata["name"] == "skyjo_v0"
 
 
+def test_aec__fast_wrappers_behave_like_pettingzoos():
+    standard = OrderEnforcingWrapper(AssertOutOfBoundsWrapper(raw_env(num_players=3)))
+    fast = env(num_players=3)
+
+    def outcome(call):
+        try:
+            call()
+        except Exception as error:  # noqa: BLE001 - comparing whatever each raises
+            return type(error), str(error)
+        return None
+
+    for name in ("step", "agent_iter", "last", "observe"):
+        calls = [
+            {
+                "step": lambda w=w: w.step(0),
+                "agent_iter": lambda w=w: w.agent_iter(),
+                "last": lambda w=w: w.last(),
+                "observe": lambda w=w: w.observe("player_0"),
+            }[name]
+            for w in (standard, fast)
+        ]
+        assert outcome(calls[0]) == outcome(calls[1]), name
+    logs = []
+    for wrapped in (standard, fast):
+        wrapped.reset(seed=8)
+        log = []
+        for agent in wrapped.agent_iter():
+            observation, reward, terminated, truncated, info = wrapped.last()
+            action = None
+            if not (terminated or truncated):
+                action = pick_from(observation["observation"], observation["action_mask"])
+            log.append((agent, reward, terminated, truncated, action, wrapped.agents[:]))
+            wrapped.step(action)
+        log.append(outcome(lambda w=wrapped: w.step(0)))
+        logs.append(log)
+    assert logs[0] == logs[1]
+
+
 def play_recording(game, seed: int, steps: int = 10**6):
     """Play `pick_from` for every agent of a raw env from ``seed``; record every step."""
     game.reset(seed=seed)
