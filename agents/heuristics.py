@@ -28,8 +28,9 @@ ev
     last face-down card up (before anyone has finished) is scored with the finisher
     penalty it risks: the own final score is compared with each opponent's expected
     score (face-up sum + ``mu`` per face-down card - ``opponent_turn_gain``); if an
-    opponent may end at or below it, the penalty is charged in full; going out while
-    clearly ahead earns ``finish_bonus``.
+    opponent may end at or below it, the penalty is charged in full. The two weights,
+    ``pair_bonus`` = 0.4 and ``opponent_turn_gain`` = 9, were tuned in 2-player duels
+    against earlier settings (see the README).
 """
 
 from __future__ import annotations
@@ -345,13 +346,13 @@ def _known_sum(values, hidden, cleared):
 
 
 @jit
-def _going_out_cost(mine, opponent_best, geometry, finish_bonus, margin):
+def _going_out_cost(mine, opponent_best, geometry):
     """Extra expected cost of ending the round with own final score ``mine``."""
-    at_risk = opponent_best <= mine + margin
+    at_risk = opponent_best <= mine
     if geometry[_CONDITION_LT] != 0:
-        at_risk = opponent_best < mine + margin
+        at_risk = opponent_best < mine
     if not at_risk:
-        return -finish_bonus
+        return 0.0
     if geometry[_ONLY_IF_POSITIVE] != 0 and mine <= 0:
         return 0.0
     return _penalised(mine, geometry) - mine
@@ -442,7 +443,7 @@ def _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus):
 
 @jit
 def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, low, geometry,
-             pair_bonus, final_lap, opponent_best, finish_bonus, margin, sv, sh, sc):
+             pair_bonus, final_lap, opponent_best, sv, sh, sc):
     """Value (lower is better) of the grid after ``card`` goes face up into ``slot``.
 
     ``ctx`` holds (total value, face-down count, face-up sum) of the current grid and
@@ -467,13 +468,13 @@ def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, lo
         hidden_after = _count_hidden(sh, sc)
         mine = _known_sum(sv, sh, sc)
     if not final_lap and hidden_after == 0:
-        total += _going_out_cost(mine, opponent_best, geometry, finish_bonus, margin)
+        total += _going_out_cost(mine, opponent_best, geometry)
     return total
 
 
 @jit
 def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_values, chance,
-                   low, geometry, pair_bonus, final_lap, opponent_best, finish_bonus, margin,
+                   low, geometry, pair_bonus, final_lap, opponent_best,
                    row_out):
     """`_outcome` for every card value at one slot, without row elimination.
 
@@ -526,13 +527,13 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_value
         total = ctx[0] - col_terms[c, 0] + value
         if not final_lap and ctx[1] - col_terms[c, 1] + face_down == 0:
             mine = ctx[2] - col_terms[c, 2] + face_up
-            total += _going_out_cost(mine, opponent_best, geometry, finish_bonus, margin)
+            total += _going_out_cost(mine, opponent_best, geometry)
         row_out[v] = total
 
 
 @jit
 def _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
-                   geometry, pair_bonus, final_lap, opponent_best, finish_bonus, margin,
+                   geometry, pair_bonus, final_lap, opponent_best,
                    sv, sh, sc, table):
     """``table[s, v]`` = `_outcome` of card value ``v`` going face up into slot ``s``
     (+inf for cleared slots): both a placement and a reveal that shows ``v``."""
@@ -541,13 +542,12 @@ def _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, cha
             table[s, :] = np.inf
         elif geometry[_ROW_ELIM] == 0:
             _slot_outcomes(values, hidden, cleared, s, ctx, col_terms, mu, card_values, chance,
-                           low, geometry, pair_bonus, final_lap, opponent_best, finish_bonus,
-                           margin, table[s])
+                           low, geometry, pair_bonus, final_lap, opponent_best, table[s])
         else:
             for v in range(card_values.shape[0]):
                 table[s, v] = _outcome(values, hidden, cleared, s, card_values[v], ctx,
                                        col_terms, mu, chance, low, geometry, pair_bonus,
-                                       final_lap, opponent_best, finish_bonus, margin,
+                                       final_lap, opponent_best,
                                        sv, sh, sc)
 
 
@@ -613,7 +613,7 @@ def _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus
 
 @jit
 def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
-               pair_bonus, finish_bonus, opponent_turn_gain, margin, out):
+               pair_bonus, opponent_turn_gain, out):
     """Expected-value decisions for every row; see the module docstring."""
     values = np.empty(slots, np.float64)
     hidden = np.empty(slots, np.bool_)
@@ -649,7 +649,7 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
         _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus, ctx,
                       col_terms)
         _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
-                       geometry, pair_bonus, final_lap, opp, finish_bonus, margin, sv, sh, sc,
+                       geometry, pair_bonus, final_lap, opp, sv, sh, sc,
                        table)
         action = -1
         if phase == _INITIAL_REVEAL or phase == _REVEAL_AFTER_DISCARD:
@@ -684,10 +684,8 @@ class EVAgent:
         self,
         rules: SkyjoRules | None = None,
         seed: int | None = None,
-        pair_bonus: float = 0.15,
-        finish_bonus: float = 2.0,
-        opponent_turn_gain: float = 2.0,
-        margin: float = 0.0,
+        pair_bonus: float = 0.4,
+        opponent_turn_gain: float = 9.0,
         name: str = "ev",
     ):
         self.name = name
@@ -697,9 +695,7 @@ class EVAgent:
         self.card_values = self.rules.card_values.astype(np.float64)
         self.card_counts = self.rules.card_counts.astype(np.float64)
         self.pair_bonus = float(pair_bonus)
-        self.finish_bonus = float(finish_bonus)
         self.opponent_turn_gain = float(opponent_turn_gain)
-        self.margin = float(margin)
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
@@ -715,9 +711,7 @@ class EVAgent:
             self.card_values,
             self.card_counts,
             self.pair_bonus,
-            self.finish_bonus,
             self.opponent_turn_gain,
-            self.margin,
             out,
         )
         return out
