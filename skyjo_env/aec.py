@@ -391,6 +391,7 @@ class SkyjoAECEnv(AECEnv):
         self._seat_rewards = np.zeros(players, np.float64)
         self._rewards_dirty = False
         self._started = False
+        self._ended = False
         # arguments of the compiled observer, in its order
         self._obs_size = self.encoder.size
         self._observe_args = (
@@ -448,6 +449,7 @@ class SkyjoAECEnv(AECEnv):
         self.infos = {agent: {} for agent in self.agents}
         self._rewards_dirty = False
         self._mask_fresh = False
+        self._ended = False
         self.agent_selection = self.agents[int(self.batch.game[0, CURRENT])]
 
     def _legal_mask(self) -> np.ndarray:
@@ -473,10 +475,14 @@ class SkyjoAECEnv(AECEnv):
             mask,
         ):
             self._mask_fresh = True
+            if self._ended:  # by a penalised illegal action: the engine's game goes on
+                mask.fill(0)
         return {"observation": observation, "action_mask": mask}
 
     def action_mask(self) -> np.ndarray:
         """Legal actions of the seat to act: bool (A,) (a copy; all False once over)."""
+        if self._ended:
+            return np.zeros(self._num_actions, np.bool_)
         return self._legal_mask().copy()
 
     # -------------------------------------------------------------- step
@@ -513,7 +519,7 @@ class SkyjoAECEnv(AECEnv):
         self._actions[0] = action
         if _JIT_DISABLED:
             step(self.batch, self._actions, self._events)
-        elif kernels.step_batch(*self._step_args) >= 0:  # the engine's step, minus its checks
+        elif kernels.step_batch(*self._step_args) >= 0:  # engine.step minus its argument checks
             raise IllegalActionError(illegal_action_message(self.batch, 0, action))
         self._mask_fresh = False
         event = self._events.item(0)
@@ -534,6 +540,7 @@ class SkyjoAECEnv(AECEnv):
                 done[name] = True
 
     def _end_by_illegal_action(self, agent: str, message: str) -> None:
+        self._ended = True
         for name in self.agents:
             self.terminations[name] = True
         self.rewards[agent] = self.illegal_penalty

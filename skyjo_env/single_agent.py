@@ -37,7 +37,13 @@ from skyjo_env.core.engine import (
     reset,
     step,
 )
-from skyjo_env.core.layout import CURRENT, EVENT_GAME_ENDED, EVENT_TRUNCATED, PHASE
+from skyjo_env.core.layout import (
+    CURRENT,
+    EVENT_GAME_ENDED,
+    EVENT_TRUNCATED,
+    PHASE,
+    ROUND_SCORE,
+)
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, encode_into
 from skyjo_env.protocol import Agent, RandomAgent
@@ -520,7 +526,8 @@ class SkyjoGymEnv(gymnasium.Env):
     Gymnasium and SB3 checkers sample unmasked actions, so they run with ``"penalize"``.
 
     ``info``: ``{"learner_seat": int}`` and, at the end of an episode that was not ended by
-    an illegal action, ``"total_scores"`` (list of P ints, seat order) and ``"won"`` (bool).
+    an illegal action, ``"total_scores"`` and ``"round_scores"`` (of the last scored round;
+    lists of P ints in seat order) and ``"won"`` (bool).
 
     Seeding: ``reset(seed=s)`` deals the game the engine deals from the int seed ``s`` (as the
     AEC env's ``reset(seed=s)``), seeds ``np_random`` (which picks the learner seat) with
@@ -631,6 +638,7 @@ class SkyjoGymEnv(gymnasium.Env):
         if (terminated or truncated) and games.batch.game[0, PHASE] == _GAME_OVER:
             totals = games.batch.total_scores[0]
             info["total_scores"] = [int(t) for t in totals]
+            info["round_scores"] = [int(r) for r in games.batch.seat[0, :, ROUND_SCORE]]
             info["won"] = bool(totals[self.learner_seat] == totals.min()) and not truncated
         return self._observation(), reward, terminated, truncated, info
 

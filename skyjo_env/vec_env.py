@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 )
 
 from skyjo_env.aec import observation_box, resolve_rules
+from skyjo_env.core.layout import ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import RandomAgent
 from skyjo_env.render import render_ansi
@@ -52,7 +53,8 @@ class SkyjoVecEnv(VecEnv):
     was penalised. The game then restarts at once: ``info["terminal_observation"]`` holds
     the last observation of the finished episode and the returned row is the first learner
     observation of the next one. Finished episodes also report ``info["episode_end"]``:
-    ``{"learner_seat", "total_scores", "won", "truncated", "illegal"}``.
+    ``{"learner_seat", "total_scores", "round_scores" (of the last scored round), "won",
+    "truncated", "illegal"}`` (scores as lists of P ints in seat order).
 
     Seeding: ``seed(s)`` (or ``seed=s`` at construction) makes the next ``reset()`` deal game
     ``i`` from the int seed ``s + i``, the very game `skyjo_env.aec.SkyjoAECEnv`
@@ -199,6 +201,7 @@ class SkyjoVecEnv(VecEnv):
         if dones.any():
             which = np.flatnonzero(dones)
             totals = games.batch.total_scores
+            round_scores = games.batch.seat[:, :, ROUND_SCORE]
             game_over = games.batch.game_over
             for b in which:
                 seat = int(games.learner_seat[b])
@@ -210,6 +213,7 @@ class SkyjoVecEnv(VecEnv):
                 info["episode_end"] = {
                     "learner_seat": seat,
                     "total_scores": [int(t) for t in totals[b]],
+                    "round_scores": [int(r) for r in round_scores[b]],
                     "won": bool(
                         not truncated and not illegal and totals[b, seat] == totals[b].min()
                     ),

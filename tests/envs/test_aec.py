@@ -272,6 +272,8 @@ def test_aec__penalize_mode_ends_the_episode_and_fines_the_offender():
     assert game.rewards[offender] == -2.5
     assert all(game.rewards[a] == 0 for a in game.possible_agents if a != offender)
     assert "illegal action" in game.infos[offender]["illegal_action"]
+    assert not game.observe(offender)["action_mask"].any()
+    assert not game.action_mask().any()
     for agent in game.agent_iter():
         _, reward, terminated, _, _ = game.last()
         assert terminated

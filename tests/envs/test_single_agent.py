@@ -79,6 +79,7 @@ def test_single_agent__round_episode_return_is_the_round_reward():
             rewards.append(reward)
         assert all(r == 0 for r in rewards[:-1])
         scores = round_scores(view.games)
+        assert info["round_scores"] == scores.tolist()
         assert rewards[-1] == pytest.approx(expected_round_rewards(scores)[info["learner_seat"]])
         assert "won" in info and len(info["total_scores"]) == 4
 

@@ -10,7 +10,7 @@ from skyjo_env.core.layout import CURRENT, DECISIONS
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import sample_legal
 
-from .helpers import PickAgent, advance_to, pick_from
+from .helpers import PickAgent, advance_to, expected_round_rewards, pick_from
 
 
 @pytest.mark.parametrize("players, episode", [(2, "game"), (3, "game"), (4, "round")])
@@ -72,7 +72,9 @@ def test_vec_env__auto_reset_returns_the_next_games_first_observation():
             # the new game is at the learner's first decision: at most the opponent's
             # initial reveals were played
             assert venv.games.batch.game[i, DECISIONS] <= 2
-            assert rewards[i] != 0.0  # a round reward (ties are possible but rare)
+            end = info["episode_end"]
+            expected = expected_round_rewards(end["round_scores"])[end["learner_seat"]]
+            assert rewards[i] == pytest.approx(expected, abs=1e-6)
         assert venv.action_masks().any(axis=1).all()
 
 
