@@ -1,0 +1,155 @@
+"""Heuristic agents: legality, no hidden information, and the ev fast path's exactness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import heuristics
+from agents.heuristics import EVAgent, GreedyAgent
+from skyjo_env.core import SkyjoRules, legal_action_mask, load_rules, new_batch, reset, step
+from skyjo_env.core.layout import DISCARD_SIZE, DRAW_SIZE, HIDDEN
+from skyjo_env.encoding import ObservationEncoder
+from skyjo_env.protocol import RandomAgent
+
+
+def _play(rules: SkyjoRules, agents, games: int, seed: int, on_decision=None) -> int:
+    """Play ``games`` full games, seat p driven by ``agents[p]``; returns decisions made."""
+    state = new_batch(rules, games)
+    reset(state, np.random.default_rng(seed))
+    encoder = ObservationEncoder(rules)
+    decisions = 0
+    while not state.all_over:
+        masks = legal_action_mask(state)
+        observations = encoder.encode(state, state.current_player)
+        actions = np.full(games, -1, np.int64)
+        for seat, agent in enumerate(agents):
+            rows = np.flatnonzero(~state.game_over & (state.current_player == seat))
+            if rows.size:
+                chosen = agent.act(observations[rows], masks[rows])
+                assert masks[rows, chosen].all(), f"{agent.name} chose an illegal action"
+                actions[rows] = chosen
+        if on_decision is not None:
+            on_decision(state, observations, masks)
+        step(state, actions)  # raises on any illegal action as well
+        decisions += int((actions >= 0).sum())
+    return decisions
+
+
+@pytest.mark.parametrize("players", [2, 4, 8])
+@pytest.mark.parametrize("preset", ["official", "online"])
+def test_heuristics__only_legal_actions_over_full_games(players, preset):
+    rules = load_rules(preset, num_players=players)
+    cycle = [EVAgent(rules), GreedyAgent(rules), RandomAgent(1)]
+    agents = [cycle[p % 3] for p in range(players)]
+    games = 120 if players < 8 else 40
+    assert _play(rules, agents, games, seed=players) > games * 20
+
+
+def test_heuristics__small_grids_and_custom_decks_stay_legal():
+    rules = SkyjoRules(rows=2, cols=3, deck={0: 10, 1: 10, 5: 10, 9: 6}, initial_reveals=1,
+                       row_elimination=True, max_turns_per_round=300)
+    _play(rules, [EVAgent(rules), GreedyAgent(rules)], 100, seed=3)
+
+
+def _hide_differently(state, b: int, rng: np.random.Generator) -> None:
+    """Shuffle game ``b``'s face-down cards together with its draw pile (public info kept)."""
+    hidden = np.argwhere(state.slot_state[b] == HIDDEN)
+    draw = state.draw_pile[b, : state.game[b, DRAW_SIZE]]
+    cards = np.concatenate([state.grid[b][tuple(hidden.T)], draw])
+    rng.shuffle(cards)
+    state.grid[b][tuple(hidden.T)] = cards[: len(hidden)]
+    state.draw_pile[b, : state.game[b, DRAW_SIZE]] = cards[len(hidden):]
+
+
+def test_heuristics__decisions_ignore_hidden_cards():
+    rules = SkyjoRules(num_players=3)
+    encoder = ObservationEncoder(rules)
+    agents = [EVAgent(rules), GreedyAgent(rules)]
+    rng = np.random.default_rng(5)
+    checked = [0]
+
+    def compare(state, observations, masks):
+        other = state.copy()
+        for b in range(state.batch_size):
+            _hide_differently(other, b, rng)
+        assert other.game[:, DISCARD_SIZE].tolist() == state.game[:, DISCARD_SIZE].tolist()
+        changed = (other.grid != state.grid).any() or (other.draw_pile != state.draw_pile).any()
+        assert changed, "the shuffle must actually move hidden cards"
+        shuffled = encoder.encode(other, other.current_player)
+        running = ~state.game_over
+        np.testing.assert_array_equal(shuffled[running], observations[running])
+        for agent in agents:
+            np.testing.assert_array_equal(
+                agent.act(shuffled[running], masks[running]),
+                agent.act(observations[running], masks[running]),
+            )
+        checked[0] += 1
+
+    _play(rules, [EVAgent(rules), GreedyAgent(rules), EVAgent(rules)], 16, 9, compare)
+    assert checked[0] > 50
+
+
+def _random_column_grid(rng: np.random.Generator, rows: int, cols: int):
+    """A grid as the engine can hold it: no complete face-up equal column left standing."""
+    while True:
+        values = rng.choice([5.0, 5.0, 7.0, -1.0, 3.0, 12.0, 0.0], rows * cols)
+        hidden = rng.random(rows * cols) < rng.random()
+        cleared = np.zeros(rows * cols, bool)
+        for c in range(cols):
+            if rng.random() < 0.2:
+                cleared[c::cols] = True
+                hidden[c::cols] = False
+        grid, up = values.reshape(rows, cols), ~hidden.reshape(rows, cols)
+        standing = ~cleared.reshape(rows, cols)[0]
+        complete = up.all(axis=0) & (grid == grid[0]).all(axis=0) & standing
+        if not complete.any():
+            return values, hidden, cleared
+
+
+def test_ev__per_slot_table_equals_the_generic_evaluation():
+    """The fast column-local table must give exactly the generic copy-eliminate-sum values."""
+    rules = SkyjoRules()
+    _, geometry, _ = heuristics._layout_arrays(rules)
+    card_values = rules.card_values.astype(np.float64)
+    low = int(card_values[0])
+    slots, count = rules.num_slots, card_values.size
+    scratch = (np.empty(slots), np.empty(slots, bool), np.empty(slots, bool))
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        values, hidden, cleared = _random_column_grid(rng, rules.rows, rules.cols)
+        probs = rng.dirichlet(np.ones(count))
+        mu = float(probs @ card_values)
+        chance = np.zeros(int(card_values[-1]) - low + 1)
+        chance[(card_values - low).astype(int)] = probs
+        final_lap = bool(rng.random() < 0.3)
+        opponent_best = float(rng.normal(20, 10))
+        ctx, col_terms = np.empty(3), np.zeros((rules.cols, 3))
+        heuristics._grid_context(values, hidden, cleared, mu, chance, low, geometry, 0.4, ctx,
+                                 col_terms)
+        table = np.empty((slots, count))
+        heuristics._outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values,
+                                  chance, low, geometry, 0.4, final_lap, opponent_best,
+                                  *scratch, table)
+        sv, sh, sc = scratch
+        for s in np.flatnonzero(~cleared):
+            for v in range(count):
+                sv[:], sh[:], sc[:] = values, hidden, cleared
+                sv[s], sh[s] = card_values[v], False
+                heuristics._eliminate_at(sv, sh, sc, s, geometry)
+                expected = heuristics._grid_value(sv, sh, sc, mu, chance, low, geometry, 0.4)
+                if not final_lap and heuristics._count_hidden(sh, sc) == 0:
+                    expected += heuristics._going_out_cost(
+                        heuristics._known_sum(sv, sh, sc), opponent_best, geometry
+                    )
+                assert table[s, v] == pytest.approx(expected), (s, v)
+
+
+def test_agents__reject_observations_of_other_rules():
+    agent = EVAgent(SkyjoRules())
+    with pytest.raises(ValueError, match="features"):
+        agent.act(np.zeros((1, 50), np.float32), np.ones((1, 27), bool))
+    with pytest.raises(ValueError, match="at least one legal action"):
+        GreedyAgent(SkyjoRules()).act(
+            np.zeros((1, agent.size), np.float32), np.zeros((1, 27), bool)
+        )
