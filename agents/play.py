@@ -1,0 +1,165 @@
+"""``skyjo-play``: a person plays Skyjo in the terminal against chosen agents.
+
+    skyjo-play --opponents ev                 # you against the ev heuristic
+    skyjo-play --opponents ppo:models/ppo_2p.zip greedy --seat 1
+
+Each of your decisions shows the table (the ansi rendering) and a numbered menu of the
+legal actions; type the number, or a slot as ``row,col`` where a slot is asked for.
+Anything else is answered with a hint and asked again. Ctrl-D or ``q`` quits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from agents.registry import AgentSpecError, make_agent
+from skyjo_env.core import (
+    ActionKind,
+    Phase,
+    SkyjoRules,
+    decode_action,
+    legal_action_mask,
+    load_rules,
+    new_batch,
+    reset,
+    step,
+    winners,
+)
+from skyjo_env.core.layout import EVENT_ROUND_ENDED, ROUND_SCORE, TOTAL
+from skyjo_env.encoding import ObservationEncoder
+from skyjo_env.render import render_ansi
+
+
+class QuitGame(Exception):
+    """The player asked to stop."""
+
+
+def menu_entries(state, rules: SkyjoRules) -> list[tuple[int, str]]:
+    """``(action id, text)`` for every legal action of game 0, in id order."""
+    mask = legal_action_mask(state)[0]
+    discard_top = int(state.discard_pile_of(0)[-1]) if state.discard_pile_of(0).size else None
+    entries = []
+    for action in np.flatnonzero(mask):
+        kind, slot = decode_action(int(action), rules.num_slots)
+        where = "" if slot is None else f" at row {slot // rules.cols + 1}, col {slot % rules.cols + 1}"
+        text = {
+            ActionKind.REVEAL: f"turn up the card{where}",
+            ActionKind.DRAW: "draw from the draw pile",
+            ActionKind.TAKE_DISCARD: f"take the discard top ({discard_top})",
+            ActionKind.PLACE: f"swap your card into the slot{where}",
+            ActionKind.DISCARD_DRAWN: "discard the drawn card (then turn a card up)",
+        }[kind]
+        entries.append((int(action), text))
+    return entries
+
+
+def parse_choice(text: str, entries: list[tuple[int, str]], rules: SkyjoRules) -> int | None:
+    """The action picked by ``text`` (a menu number or ``row,col``), or None if unclear."""
+    text = text.strip().lower()
+    if text.isdigit() and 1 <= int(text) <= len(entries):
+        return entries[int(text) - 1][0]
+    parts = text.replace(" ", ",").split(",")
+    parts = [p for p in parts if p]
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        row, col = int(parts[0]) - 1, int(parts[1]) - 1
+        if 0 <= row < rules.rows and 0 <= col < rules.cols:
+            slot = row * rules.cols + col
+            for action, _ in entries:
+                if decode_action(action, rules.num_slots)[1] == slot:
+                    return action
+    return None
+
+
+def ask_action(state, rules: SkyjoRules, read: Callable[[str], str], write) -> int:
+    """Show the table and menu, read until a legal choice; raises QuitGame on q / EOF."""
+    write(render_ansi(state, 0))
+    entries = menu_entries(state, rules)
+    write(f"Your move ({Phase(int(state.phase[0])).name.replace('_', ' ').lower()}):")
+    for number, (_, text) in enumerate(entries, start=1):
+        write(f"  {number}) {text}")
+    while True:
+        try:
+            answer = read("> ")
+        except EOFError:
+            raise QuitGame from None
+        if answer.strip().lower() in ("q", "quit", "exit"):
+            raise QuitGame
+        choice = parse_choice(answer, entries, rules)
+        if choice is not None:
+            return choice
+        write(
+            f"Hint: type a number from 1 to {len(entries)}"
+            + (", or a slot as row,col (e.g. 2,3)" if rules.num_slots > 1 else "")
+            + "; q quits."
+        )
+
+
+def play_game(rules: SkyjoRules, agents: dict, human_seat: int, seed: int,
+              read: Callable[[str], str] = input, write=print) -> list[int]:
+    """Play one game with a person at ``human_seat``; returns the final totals."""
+    state = new_batch(rules, 1)
+    reset(state, [seed])
+    encoder = ObservationEncoder(rules)
+    while not state.all_over:
+        seat = int(state.current_player[0])
+        if seat == human_seat:
+            action = ask_action(state, rules, read, write)
+        else:
+            observation = encoder.encode(state, [seat])
+            action = int(agents[seat].act(observation, legal_action_mask(state))[0])
+        events = step(state, np.array([action]))
+        if events[0] & EVENT_ROUND_ENDED:
+            scores = state.seat[0, :, ROUND_SCORE].tolist()
+            totals = state.seat[0, :, TOTAL].tolist()
+            write(f"Round over. Round scores {scores}, totals {totals}.")
+    totals = state.seat[0, :, TOTAL].tolist()
+    best = winners(state, 0)
+    outcome = "You win!" if best == [human_seat] else (
+        "Shared win!" if human_seat in best else f"Seat(s) {best} win."
+    )
+    write(f"Game over. Totals {totals}. {outcome}")
+    return totals
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    parser = argparse.ArgumentParser(prog="skyjo-play", description=__doc__.split("\n")[0])
+    parser.add_argument("--opponents", nargs="+", default=["ev"],
+                        help="agent specs for the other seats (default: ev)")
+    parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
+    parser.add_argument("--rules", default="official", help="rules preset or YAML path")
+    parser.add_argument("--seed", type=int, default=None, help="deal seed (default: random)")
+    return parser
+
+
+def main(argv: list[str] | None = None, read: Callable[[str], str] = input, write=print) -> int:
+    """Run the command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    players = len(args.opponents) + 1
+    try:
+        rules = load_rules(args.rules, num_players=players)
+        if not 0 <= args.seat < players:
+            raise ValueError(f"--seat must be in 0..{players - 1}")
+        seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+        opponent_seats = [s for s in range(players) if s != args.seat]
+        agents = {
+            seat: make_agent(spec, rules, seed=seed + seat)
+            for seat, spec in zip(opponent_seats, args.opponents, strict=True)
+        }
+    except (ValueError, AgentSpecError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    write(f"Skyjo, {players} players; you are seat {args.seat}. Deal seed {seed}.")
+    try:
+        play_game(rules, agents, args.seat, seed, read, write)
+    except QuitGame:
+        write("Bye.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
