@@ -141,10 +141,14 @@ def engine_rate(players: int, num_games: int, seconds: float) -> tuple[float, fl
     return clock.rates(taken)
 
 
-def median_rates(measure, repeats: int) -> tuple[float, float]:
-    """Medians (wall, CPU) over ``repeats`` calls of ``measure()``."""
+def median_rates(measure, repeats: int) -> tuple[float, float, float]:
+    """Medians (wall, CPU) and the best CPU rate over ``repeats`` calls of ``measure()``."""
     runs = [measure() for _ in range(repeats)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+    return (
+        statistics.median(r[0] for r in runs),
+        statistics.median(r[1] for r in runs),
+        max(r[1] for r in runs),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{seconds:.1f} s, per wall second and per CPU second of this process")
     header = "".join(f"{f'{p}p {kind}':>13}" for p in (2, 4) for kind in ("wall", "cpu"))
     print(f"{'view':<30}{header}")
-    results: dict[str, dict[int, tuple[float, float]]] = {}
+    results: dict[str, dict[int, tuple[float, float, float]]] = {}
     rows = [
         ("AEC env, wrapped", lambda p: aec_rate(env(num_players=p), seconds)),
         ("AEC env, raw", lambda p: aec_rate(raw_env(num_players=p), seconds)),
@@ -179,14 +183,15 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for name, measure in rows:
         results[name] = {p: median_rates(lambda m=measure, p=p: m(p), repeats) for p in (2, 4)}
-        cells = "".join(f"{rate:>13,.0f}" for p in (2, 4) for rate in results[name][p])
+        cells = "".join(f"{rate:>13,.0f}" for p in (2, 4) for rate in results[name][p][:2])
         print(f"{name:<30}{cells}", flush=True)
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     for name, target in (("AEC env, wrapped", TARGET_WRAPPED_AEC), ("VecEnv N=256", TARGET_VEC_ENV)):
-        wall, cpu = results[name][2]
-        print(f"{name}, 2 players: {wall:,.0f}/s wall = {wall / target:.2f}x, {cpu:,.0f}/s CPU = "
-              f"{cpu / target:.2f}x the {target:,}/s target")
+        wall, cpu, best = results[name][2]
+        print(f"{name}, 2 players, vs the {target:,}/s target: median {wall:,.0f}/s wall = "
+              f"{wall / target:.2f}x, {cpu:,.0f}/s CPU = {cpu / target:.2f}x; best run "
+              f"{best:,.0f}/s CPU = {best / target:.2f}x")
 
 
 if __name__ == "__main__":
