@@ -279,6 +279,7 @@ class LearnerGames:
             np.empty(run_rules.card_values.size, np.int32),
         )
         self._agents: list[Agent] = []
+        self._index_of: dict[int, int] = {}
         self._assignment = np.zeros((num_games, max(1, self.num_players - 1)), np.int64)
         self._chooser: Callable[[np.random.Generator], Any] | None = None
         self._single_agent = True
@@ -292,11 +293,12 @@ class LearnerGames:
                 f"an opponent must follow the Agent protocol (name, act(observations, "
                 f"action_masks)), got {type(agent).__name__}"
             )
-        for index, known in enumerate(self._agents):
-            if known is agent:
-                return index
-        self._agents.append(agent)
-        return len(self._agents) - 1
+        # keyed by identity; the agents list keeps every registered agent alive
+        index = self._index_of.get(id(agent))
+        if index is None:
+            index = self._index_of[id(agent)] = len(self._agents)
+            self._agents.append(agent)
+        return index
 
     def _seat_indices(self, choice: Any) -> np.ndarray:
         """Registry indices (P-1,) for one game's opponents, relative seat order."""
@@ -333,6 +335,7 @@ class LearnerGames:
             ValueError: Something that is not an agent, or the wrong number of agents.
         """
         self._agents = []
+        self._index_of = {}
         if not isinstance(opponents, (Agent, Sequence)) and callable(opponents):
             if rng is None:
                 raise ValueError("set_opponents needs an rng to apply a chooser")
@@ -358,6 +361,7 @@ class LearnerGames:
             # forget agents no game uses any more
             used = np.unique(self._assignment)
             self._agents = [self._agents[i] for i in used]
+            self._index_of = {id(agent): i for i, agent in enumerate(self._agents)}
             self._assignment = np.searchsorted(used, self._assignment).astype(np.int64)
         self._single_agent = len(self._agents) == 1
 
