@@ -14,12 +14,17 @@ Run directory layout::
 Reward (the env's, see `skyjo_env.vec_env.SkyjoVecEnv`): at each round end
 ``-(own round score - mean of the others') / 100``; at the game end ``+1/k`` to each of the
 ``k`` winners and ``-1/(P-k)`` to the others. The objective is winning whole games; the
-round term is the dense signal that gets there.
+round term is the dense signal that gets there. On top, training adds potential-based
+shaping (`GridPotentialShaping`, weight ``shaping``): with ``Phi`` = minus the expected
+value of the learner's own grid / 100 (face-down cards at the deck mean), each step earns
+``gamma * Phi(next) - Phi(previous)`` (``Phi`` = 0 after the episode's end). Summed over an
+episode this is a constant, so it leaves the best policy unchanged (Ng et al., 1999) while
+crediting a good swap at once instead of at the round end.
 
 Opponents: for each game and each opponent seat, one draw from ``opponent_mix``
 (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly random frozen
-snapshot of the learner, taken every time the evaluation score reaches a new best (with
-no snapshot yet, ``self`` falls back to the heuristics of the mix).
+snapshot of the learner, taken every time the evaluation score reaches a new best of at
+least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the heuristics).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from agents.ppo import (
 from agents.registry import make_agent
 from agents.tournament import play_tournament
 from skyjo_env.core.rules import SkyjoRules, load_rules
+from skyjo_env.encoding import ObservationLayout
 
 OPPONENT_KINDS = ("random", "greedy", "ev", "self")
 ACTIVATIONS = ("relu", "tanh")
@@ -77,8 +83,9 @@ class TrainConfig:
     """Adam step size, decayed linearly to learning_rate_final."""
     learning_rate_final: float = 1e-4
     """Step size at the end of training."""
-    gamma: float = 0.995
-    """Discount factor per learner decision (a game is ~150 of them)."""
+    gamma: float = 1.0
+    """Discount factor per learner decision. Below 1, a losing learner gains by stalling
+    (postponing the round end), so the default does not discount."""
     gae_lambda: float = 0.95
     """GAE lambda."""
     clip_range: float = 0.2
@@ -101,6 +108,20 @@ class TrainConfig:
     """Probability of each opponent kind per game and seat (random, greedy, ev, self)."""
     max_snapshots: int = 8
     """Most frozen learner snapshots kept in the opponent pool (oldest dropped)."""
+    snapshot_min_score: float = 0.3
+    """Evaluation score (mean win rate vs eval_opponents) a new best must reach before it
+    joins the pool: weak early policies would only teach the learner to beat weak play."""
+    shaping: float = 1.0
+    """Weight of the potential-based shaping reward (0 = off); see `GridPotentialShaping`."""
+    imitation_teacher: str = "ev"
+    """Agent spec whose moves the policy clones before PPO (see `agents.imitation`)."""
+    imitation_games: int = 3000
+    """Full teacher self-play games recorded for the warm start (0 = start from scratch)."""
+    imitation_epochs: int = 4
+    """Passes over the recorded decisions."""
+    value_warmup_rollouts: int = 3
+    """After the warm start, rollouts during which only the value network learns, so the
+    first policy updates use sensible advantages instead of a random critic's."""
     eval_interval: int = 500_000
     """Learner decisions between evaluations (0 = only at the end)."""
     eval_games: int = 400
@@ -119,8 +140,13 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed an int >= 1")
 
         for name in ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs",
-                     "eval_games", "checkpoint_interval", "torch_threads", "max_snapshots"):
+                     "eval_games", "checkpoint_interval", "torch_threads", "max_snapshots",
+                     "imitation_epochs"):
             positive(name)
+        for name in ("imitation_games", "value_warmup_rollouts"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed an int >= 0")
         if not isinstance(self.eval_interval, int) or self.eval_interval < 0:
             raise ValueError(
                 f"TrainConfig.eval_interval={self.eval_interval!r} is invalid: allowed an int >= 0"
@@ -152,7 +178,8 @@ class TrainConfig:
                 f"TrainConfig.net_arch={self.net_arch!r} is invalid: allowed a list of ints >= 1"
             )
         for name in ("learning_rate", "learning_rate_final", "gamma", "gae_lambda",
-                     "clip_range", "ent_coef", "vf_coef", "max_grad_norm"):
+                     "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "shaping",
+                     "snapshot_min_score"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed a number >= 0")
@@ -236,6 +263,58 @@ class OpponentPool:
         return [self._draw(rng) for _ in range(self.rules.num_players - 1)]
 
 
+# ------------------------------------------------------------------ reward shaping
+
+
+def grid_potential(observations: np.ndarray, layout: ObservationLayout) -> np.ndarray:
+    """``Phi`` of each observation: minus the learner's expected grid value / 100.
+
+    Args:
+        observations: float32 (N, O).
+        layout: The observation layout.
+
+    Returns:
+        float64 (N,): ``-(face-up sum + face-down count * deck mean) / 100``.
+    """
+    pieces = layout.describe()
+    rules = layout.rules
+    deck_mean = float(rules.deck_array().mean())
+    face_up = observations[:, pieces["own_values"]].sum(axis=1) * layout.value_scale
+    face_down = observations[:, pieces["own_hidden"]].sum(axis=1)
+    return -(face_up + face_down * deck_mean) / 100.0
+
+
+def _shaping_wrapper(venv, layout: ObservationLayout, gamma: float, weight: float):
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    class GridPotentialShaping(VecEnvWrapper):
+        """Adds ``weight * (gamma * Phi(next) - Phi(previous))`` to each reward, with
+        ``Phi`` = `grid_potential` and ``Phi`` = 0 once an episode has ended."""
+
+        def __init__(self):
+            super().__init__(venv)
+            self._potential = np.zeros(venv.num_envs)
+
+        def reset(self):
+            observations = self.venv.reset()
+            self._potential = grid_potential(observations, layout)
+            return observations
+
+        def step_wait(self):
+            observations, rewards, dones, infos = self.venv.step_wait()
+            following = grid_potential(observations, layout)
+            after = np.where(dones, 0.0, following)
+            rewards = rewards + weight * (gamma * after - self._potential)
+            self._potential = following
+            return observations, rewards.astype(np.float32), dones, infos
+
+        def action_masks(self) -> np.ndarray:
+            """The wrapped env's masks (bool (N, A)), for MaskablePPO."""
+            return self.venv.action_masks()
+
+    return GridPotentialShaping()
+
+
 # ------------------------------------------------------------------ callbacks
 
 
@@ -291,7 +370,16 @@ def _make_callback(trainer: Trainer):
                 HParam(hparams, {"eval/score": 0.0, "rollout/ep_rew_mean": 0.0}),
                 exclude=("stdout", "log", "json", "csv"),
             )
+            for key, value in trainer.imitation_stats.items():
+                self.logger.record(f"imitation/{key}", value)
             trainer.open_progress(self.num_timesteps)
+            self.rollouts = 0
+            trainer.freeze_actor(trainer.warmup_rollouts > 0)
+
+        def _on_rollout_end(self) -> None:
+            self.rollouts += 1
+            if self.rollouts > trainer.warmup_rollouts:
+                trainer.freeze_actor(False)
 
         def _on_step(self) -> bool:
             trainer.advance_progress(self.num_timesteps)
@@ -302,6 +390,7 @@ def _make_callback(trainer: Trainer):
             return not trainer.stop_requested
 
         def _on_training_end(self) -> None:
+            trainer.freeze_actor(False)
             trainer.close_progress()
 
     return TrainerCallback()
@@ -319,6 +408,7 @@ class Trainer:
         self.run_dir = Path(run_dir)
         self.pool = OpponentPool(config, self.rules)
         self.best_score = -math.inf
+        self.best_pool_score = -math.inf
         self.next_eval = config.eval_interval or config.total_timesteps
         self.next_checkpoint = config.checkpoint_interval
         self.stop_requested = False
@@ -326,6 +416,8 @@ class Trainer:
         self._bar = None
         self.model = None
         self.env = None
+        self.imitation_stats: dict[str, float] = {}
+        self.warmup_rollouts = 0
 
     # paths
     @property
@@ -344,6 +436,7 @@ class Trainer:
             timesteps,
             config=self.config.to_dict(),
             best_score=None if math.isinf(self.best_score) else self.best_score,
+            best_pool_score=None if math.isinf(self.best_pool_score) else self.best_pool_score,
             snapshots=[agent.name for agent in self.pool.snapshots],
             **extra,
         )
@@ -351,12 +444,22 @@ class Trainer:
     # construction
     def build_env(self):
         """The batched training env with the opponent pool."""
+        from stable_baselines3.common.vec_env import VecMonitor
+
         from skyjo_env.vec_env import SkyjoVecEnv
 
-        self.env = SkyjoVecEnv(
-            num_envs=self.config.n_envs, rules=self.rules, opponents=self.pool,
-            seed=self.config.seed,
+        # VecMonitor sits below the shaping, so rollout/ep_rew_mean is the env's own reward
+        env = VecMonitor(
+            SkyjoVecEnv(
+                num_envs=self.config.n_envs, rules=self.rules, opponents=self.pool,
+                seed=self.config.seed,
+            )
         )
+        if self.config.shaping > 0:
+            env = _shaping_wrapper(
+                env, ObservationLayout(self.rules), self.config.gamma, self.config.shaping
+            )
+        self.env = env
         return self.env
 
     def build_model(self):
@@ -403,12 +506,47 @@ class Trainer:
                 self.pool.add_snapshot(PPOAgent(load_model(path), name=name))
         if metadata.get("best_score") is not None:
             self.best_score = float(metadata["best_score"])
+        if metadata.get("best_pool_score") is not None:
+            self.best_pool_score = float(metadata["best_pool_score"])
         done = int(metadata["timesteps"])
         interval = self.config.eval_interval
         self.next_eval = (done // interval + 1) * interval if interval else self.config.total_timesteps
         step = self.config.checkpoint_interval
         self.next_checkpoint = (done // step + 1) * step
         return done
+
+    # imitation warm start
+    def warm_start(self) -> dict[str, float]:
+        """Clone the teacher into the fresh policy (see `agents.imitation`)."""
+        from agents.imitation import clone_policy, collect_demonstrations
+
+        config = self.config
+        started = time.perf_counter()
+        teacher = make_agent(config.imitation_teacher, self.rules, seed=config.seed + 500)
+        observations, masks, actions = collect_demonstrations(
+            self.rules, [teacher], config.imitation_games, config.seed + 501
+        )
+        stats = clone_policy(
+            self.model.policy, observations, masks, actions, config.imitation_epochs,
+            seed=config.seed,
+        )
+        stats["decisions"] = float(len(actions))
+        stats["seconds"] = time.perf_counter() - started
+        self.imitation_stats = stats
+        self.warmup_rollouts = config.value_warmup_rollouts
+        if config.progress:
+            print(
+                f"warm start: cloned {config.imitation_teacher} on {len(actions):,} decisions "
+                f"({stats['accuracy']:.1%} agreement) in {stats['seconds']:.0f} s"
+            )
+        return stats
+
+    def freeze_actor(self, frozen: bool) -> None:
+        """Stop (or resume) gradient flow into the actor: value-only updates while frozen."""
+        from agents.imitation import actor_parameters
+
+        for parameter in actor_parameters(self.model.policy):
+            parameter.requires_grad_(not frozen)
 
     # progress
     def open_progress(self, start: int) -> None:
@@ -464,6 +602,8 @@ class Trainer:
         if score > self.best_score:
             self.best_score = score
             save_checkpoint(self.model, self.best_checkpoint, self._metadata(timesteps, score=score))
+        if score >= config.snapshot_min_score and score > self.best_pool_score:
+            self.best_pool_score = score
             name = f"snapshot_{timesteps:012d}"
             save_checkpoint(self.model, self.run_dir / "snapshots" / name,
                             self._metadata(timesteps))
@@ -497,6 +637,8 @@ class Trainer:
             done = self.restore()
         else:
             self.model = self.build_model()
+            if self.config.imitation_games > 0:
+                self.warm_start()
         (self.run_dir / "config.yaml").write_text(
             yaml.safe_dump(self.config.to_dict(), sort_keys=False)
         )
