@@ -28,9 +28,11 @@ ev
     last face-down card up (before anyone has finished) is scored with the finisher
     penalty it risks: the own final score is compared with each opponent's expected
     score (face-up sum + ``mu`` per face-down card - ``opponent_turn_gain``); if an
-    opponent may end at or below it, the penalty is charged in full. The two weights,
-    ``pair_bonus`` = 0.4 and ``opponent_turn_gain`` = 9, were tuned in 2-player duels
-    against earlier settings (see the README).
+    opponent may end at or below it, the penalty is charged in full. Once a round has
+    lasted ``patience`` (20) turns per player, that charge fades to nothing over the next
+    10, so two cautious players cannot stall a round forever. The weights ``pair_bonus``
+    = 0.4 and ``opponent_turn_gain`` = 9 were tuned in 2-player duels against earlier
+    settings.
 """
 
 from __future__ import annotations
@@ -46,9 +48,12 @@ from skyjo_env.core.layout import (
     PENALTY_MULTIPLIER_THEN_FLAT,
 )
 from skyjo_env.core.rules import FINISHER_PENALTY_MODES, SkyjoRules
-from skyjo_env.encoding import ObservationLayout
+from skyjo_env.encoding import ROUND_TURNS_SCALE, ObservationLayout
 
 jit = numba.njit(cache=True, nogil=True)
+
+#: turns per player over which ev's fear of the finisher penalty fades after `patience`
+PATIENCE_FADE = 10.0
 
 _INITIAL_REVEAL = int(Phase.INITIAL_REVEAL)
 _CHOOSE_SOURCE = int(Phase.CHOOSE_SOURCE)
@@ -59,7 +64,7 @@ _REVEAL_AFTER_DISCARD = int(Phase.REVEAL_AFTER_DISCARD)
 # indices into the `offsets` array handed to the kernels
 _OWN_VALUES, _OWN_HIDDEN, _OWN_CLEARED = 0, 1, 2
 _OPP_VALUES, _OPP_HIDDEN, _OPP_CLEARED = 3, 4, 5
-_DISCARD_TOP, _HELD_CARD, _PHASE, _UNSEEN, _FINAL_LAP = 6, 7, 8, 9, 10
+_DISCARD_TOP, _HELD_CARD, _PHASE, _UNSEEN, _FINAL_LAP, _ROUND_TURNS = 6, 7, 8, 9, 10, 11
 _OFFSET_PIECES = (
     "own_values",
     "own_hidden",
@@ -72,6 +77,7 @@ _OFFSET_PIECES = (
     "phase",
     "unseen_counts",
     "final_lap",
+    "round_turns",
 )
 
 # indices into the `geometry` array: the rules the heuristics need
@@ -346,8 +352,9 @@ def _known_sum(values, hidden, cleared):
 
 
 @jit
-def _going_out_cost(mine, opponent_best, geometry):
-    """Extra expected cost of ending the round with own final score ``mine``."""
+def _going_out_cost(mine, opponent_best, geometry, fear):
+    """Extra expected cost of ending the round with own final score ``mine``, times
+    ``fear`` (1 early in a round, fading to 0 once the round drags on)."""
     at_risk = opponent_best <= mine
     if geometry[_CONDITION_LT] != 0:
         at_risk = opponent_best < mine
@@ -355,7 +362,7 @@ def _going_out_cost(mine, opponent_best, geometry):
         return 0.0
     if geometry[_ONLY_IF_POSITIVE] != 0 and mine <= 0:
         return 0.0
-    return _penalised(mine, geometry) - mine
+    return fear * (_penalised(mine, geometry) - mine)
 
 
 @jit
@@ -443,7 +450,7 @@ def _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus):
 
 @jit
 def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, low, geometry,
-             pair_bonus, final_lap, opponent_best, sv, sh, sc):
+             pair_bonus, final_lap, opponent_best, fear, sv, sh, sc):
     """Value (lower is better) of the grid after ``card`` goes face up into ``slot``.
 
     ``ctx`` holds (total value, face-down count, face-up sum) of the current grid and
@@ -468,13 +475,13 @@ def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, lo
         hidden_after = _count_hidden(sh, sc)
         mine = _known_sum(sv, sh, sc)
     if not final_lap and hidden_after == 0:
-        total += _going_out_cost(mine, opponent_best, geometry)
+        total += _going_out_cost(mine, opponent_best, geometry, fear)
     return total
 
 
 @jit
 def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_values, chance,
-                   low, geometry, pair_bonus, final_lap, opponent_best,
+                   low, geometry, pair_bonus, final_lap, opponent_best, fear,
                    row_out):
     """`_outcome` for every card value at one slot, without row elimination.
 
@@ -527,13 +534,13 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_value
         total = ctx[0] - col_terms[c, 0] + value
         if not final_lap and ctx[1] - col_terms[c, 1] + face_down == 0:
             mine = ctx[2] - col_terms[c, 2] + face_up
-            total += _going_out_cost(mine, opponent_best, geometry)
+            total += _going_out_cost(mine, opponent_best, geometry, fear)
         row_out[v] = total
 
 
 @jit
 def _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
-                   geometry, pair_bonus, final_lap, opponent_best,
+                   geometry, pair_bonus, final_lap, opponent_best, fear,
                    sv, sh, sc, table):
     """``table[s, v]`` = `_outcome` of card value ``v`` going face up into slot ``s``
     (+inf for cleared slots): both a placement and a reveal that shows ``v``."""
@@ -542,12 +549,12 @@ def _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, cha
             table[s, :] = np.inf
         elif geometry[_ROW_ELIM] == 0:
             _slot_outcomes(values, hidden, cleared, s, ctx, col_terms, mu, card_values, chance,
-                           low, geometry, pair_bonus, final_lap, opponent_best, table[s])
+                           low, geometry, pair_bonus, final_lap, opponent_best, fear, table[s])
         else:
             for v in range(card_values.shape[0]):
                 table[s, v] = _outcome(values, hidden, cleared, s, card_values[v], ctx,
                                        col_terms, mu, chance, low, geometry, pair_bonus,
-                                       final_lap, opponent_best,
+                                       final_lap, opponent_best, fear,
                                        sv, sh, sc)
 
 
@@ -613,7 +620,7 @@ def _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus
 
 @jit
 def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
-               pair_bonus, opponent_turn_gain, out):
+               pair_bonus, opponent_turn_gain, patience, out):
     """Expected-value decisions for every row; see the module docstring."""
     values = np.empty(slots, np.float64)
     hidden = np.empty(slots, np.bool_)
@@ -646,10 +653,14 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
             mu += probs[v] * card_values[v]
         final_lap = obs[n, offsets[_FINAL_LAP]] > 0.5
         opp = _opponent_best(obs, n, offsets, geometry, slots, scale, mu, opponent_turn_gain)
+        # turns per player so far this round; past `patience` the fear of the penalty
+        # fades over PATIENCE_FADE turns, so two cautious players cannot stall forever
+        turns = obs[n, offsets[_ROUND_TURNS]] * ROUND_TURNS_SCALE
+        fear = min(1.0, max(0.0, (patience + PATIENCE_FADE - turns) / PATIENCE_FADE))
         _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus, ctx,
                       col_terms)
         _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
-                       geometry, pair_bonus, final_lap, opp, sv, sh, sc,
+                       geometry, pair_bonus, final_lap, opp, fear, sv, sh, sc,
                        table)
         action = -1
         if phase == _INITIAL_REVEAL or phase == _REVEAL_AFTER_DISCARD:
@@ -686,6 +697,7 @@ class EVAgent:
         seed: int | None = None,
         pair_bonus: float = 0.4,
         opponent_turn_gain: float = 9.0,
+        patience: float = 20.0,
         name: str = "ev",
     ):
         self.name = name
@@ -696,6 +708,7 @@ class EVAgent:
         self.card_counts = self.rules.card_counts.astype(np.float64)
         self.pair_bonus = float(pair_bonus)
         self.opponent_turn_gain = float(opponent_turn_gain)
+        self.patience = float(patience)
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
@@ -712,6 +725,7 @@ class EVAgent:
             self.card_counts,
             self.pair_bonus,
             self.opponent_turn_gain,
+            self.patience,
             out,
         )
         return out

@@ -26,6 +26,7 @@ piece                       size         content
 ``total_scores``            P            total scores / target_score, relative
 ``final_lap``               1            1 once someone has finished this round
 ``finisher``                P            one-hot finisher, relative (zeros before)
+``round_turns``             1            turns played this round / (100 * P), at most 1
 ==========================  ===========  ======================================================
 
 ``value_scale`` is the largest absolute card value of the deck (12 officially). The
@@ -58,14 +59,17 @@ from skyjo_env.core.layout import (
     HIDDEN,
     PHASE,
     TOTAL,
+    TURN,
 )
 from skyjo_env.core.rules import SkyjoRules
 
 #: Bump when the layout changes: checkpoints record it and refuse a mismatch.
-OBSERVATION_VERSION = 1
+OBSERVATION_VERSION = 2
 
 NUM_PHASES = len(Phase)
 ROUND_SCORE_SCALE = 100.0
+#: round_turns = turns / (ROUND_TURNS_SCALE * players), clipped to 1
+ROUND_TURNS_SCALE = 100.0
 
 _PLACE_DRAWN = int(Phase.PLACE_DRAWN)
 _PLACE_DISCARD = int(Phase.PLACE_DISCARD)
@@ -102,6 +106,7 @@ class ObservationLayout:
             ("total_scores", players),
             ("final_lap", 1),
             ("finisher", players),
+            ("round_turns", 1),
         ]
 
     @property
@@ -136,7 +141,8 @@ class ObservationLayout:
             ``phase`` (N,) int; ``current_seat`` and ``finisher`` (N,) relative seats
             (-1 for no finisher); ``unseen_counts`` (N, V) int; ``draw_pile_size``,
             ``discard_pile_size`` (N,) int; ``visible_round_scores``, ``total_scores``
-            (N, P) in points.
+            (N, P) in points; ``round_turns`` (N,) int, turns played this round (exact
+            below ``100 * P``).
         """
         obs = np.asarray(observations, dtype=np.float64)
         if obs.ndim == 1:
@@ -169,6 +175,9 @@ class ObservationLayout:
             "total_scores": np.rint(cut["total_scores"] * rules.target_score),
             "final_lap": cut["final_lap"][:, 0] > 0.5,
             "finisher": np.where(finisher_hot.max(axis=1) > 0.5, finisher_hot.argmax(axis=1), -1),
+            "round_turns": np.rint(cut["round_turns"][:, 0] * ROUND_TURNS_SCALE * players).astype(
+                np.int64
+            ),
         }
 
 
@@ -234,6 +243,8 @@ def encode_into(b, observer, grid, slot_state, discard_pile, game, seat, card_va
     if finisher >= 0:
         out[i] = 1.0
         out[i + 1 + (finisher - observer) % players] = 1.0
+    i += 1 + players
+    out[i] = min(1.0, game[b, TURN] / (ROUND_TURNS_SCALE * players))
 
 
 @numba.njit(cache=True, nogil=True)
