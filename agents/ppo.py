@@ -4,7 +4,7 @@ A checkpoint is the zip that sb3-contrib's ``MaskablePPO.save`` writes, plus one
 ``skyjo_meta.json``, recording what the network was trained for::
 
     {"format": "skyjo-rl-ppo/1", "rules": {...}, "observation_version": 1,
-     "observation_size": 107, "num_actions": 27, "timesteps": 1234567, ...}
+     "observation_size": 108, "num_actions": 27, "timesteps": 1234567, ...}
 
 `save_checkpoint` writes it atomically (a temporary file, then a rename), so a killed
 process never leaves a half-written checkpoint. `load_ppo_agent` refuses a missing or
