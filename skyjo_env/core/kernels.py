@@ -585,8 +585,9 @@ def random_legal_play(grid, slot_state, draw_pile, discard_pile, game, seat, rng
     """Play ``decisions`` uniformly random legal decisions in every game (benchmarks).
 
     Finished games restart from the next seed of their own stream. The policy draws from
-    ``policy_rng`` (uint64, shape (B,)), never from the games' streams. Returns the number
-    of decisions taken.
+    ``policy_rng`` (uint64, shape (B,)), never from the games' streams. The event bits of
+    every decision are OR-ed into ``events`` (int32, shape (B,); not cleared first).
+    Returns the number of decisions taken.
     """
     num_actions = 2 * params[P_SLOTS] + 3
     mask = np.empty(num_actions, np.bool_)

@@ -176,15 +176,16 @@ class SkyjoRules:
         _check_choice("empty_draw_pile", self.empty_draw_pile, EMPTY_DRAW_PILE_MODES)
         _check_bool("final_reveal_elimination", self.final_reveal_elimination)
         _check_choice("finisher_penalty_mode", self.finisher_penalty_mode, FINISHER_PENALTY_MODES)
-        _check_int("finisher_multiplier", self.finisher_multiplier, 1)
-        _check_int("finisher_flat_penalty", self.finisher_flat_penalty, 0)
+        # upper bounds keep every total far inside the engine's int32 scores
+        _check_int("finisher_multiplier", self.finisher_multiplier, 1, 100)
+        _check_int("finisher_flat_penalty", self.finisher_flat_penalty, 0, 10_000)
         _check_choice(
             "finisher_penalty_condition",
             self.finisher_penalty_condition,
             FINISHER_PENALTY_CONDITIONS,
         )
         _check_bool("finisher_penalty_only_if_positive", self.finisher_penalty_only_if_positive)
-        _check_int("target_score", self.target_score, 1)
+        _check_int("target_score", self.target_score, 1, 1_000_000)
         _check_optional_int("max_rounds", self.max_rounds, 1)
         _check_optional_int("max_turns_per_round", self.max_turns_per_round, 1)
         needed = self.num_players * self.num_slots + 2
