@@ -207,7 +207,31 @@ def greedy_actions(obs, masks, offsets, slots, scale, take_threshold, keep_thres
         out[n] = action
 
 
-class GreedyAgent:
+class _CompiledHeuristic:
+    """Shared plumbing of the heuristics: layout arrays, input checks, the kernel call.
+
+    The rules are deterministic functions of the observation, so ``seed`` is accepted
+    (the registry passes one to every agent) but unused.
+    """
+
+    def __init__(self, rules: SkyjoRules | None, name: str):
+        self.name = name
+        self.rules = rules or SkyjoRules()
+        self.offsets, self.geometry, self.scale = _layout_arrays(self.rules)
+        self.size = ObservationLayout(self.rules).size
+
+    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
+        observations, action_masks = _check_inputs(observations, action_masks, self.size)
+        out = np.empty(observations.shape[0], np.int64)
+        self._decide(observations, action_masks, out)
+        return out
+
+    def _decide(self, observations: np.ndarray, action_masks: np.ndarray, out: np.ndarray):
+        raise NotImplementedError
+
+
+class GreedyAgent(_CompiledHeuristic):
     """The threshold player described in the module docstring (deterministic)."""
 
     def __init__(
@@ -219,30 +243,15 @@ class GreedyAgent:
         improve_margin: int = 6,
         name: str = "greedy",
     ):
-        self.name = name
-        self.rules = rules or SkyjoRules()
-        self.offsets, _, self.scale = _layout_arrays(self.rules)
-        self.size = ObservationLayout(self.rules).size
+        super().__init__(rules, name)
         self.take_threshold = float(take_threshold)
         self.keep_threshold = float(keep_threshold)
         self.improve_margin = float(improve_margin)
 
-    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
-        observations, action_masks = _check_inputs(observations, action_masks, self.size)
-        out = np.empty(observations.shape[0], np.int64)
-        greedy_actions(
-            observations,
-            action_masks,
-            self.offsets,
-            self.rules.num_slots,
-            self.scale,
-            self.take_threshold,
-            self.keep_threshold,
-            self.improve_margin,
-            out,
-        )
-        return out
+    def _decide(self, observations, action_masks, out):
+        greedy_actions(observations, action_masks, self.offsets, self.rules.num_slots,
+                       self.scale, self.take_threshold, self.keep_threshold,
+                       self.improve_margin, out)
 
 
 # ---------------------------------------------------------------- ev
@@ -688,7 +697,7 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
         out[n] = action
 
 
-class EVAgent:
+class EVAgent(_CompiledHeuristic):
     """The expected-value player with card counting described in the module docstring."""
 
     def __init__(
@@ -700,32 +709,14 @@ class EVAgent:
         patience: float = 20.0,
         name: str = "ev",
     ):
-        self.name = name
-        self.rules = rules or SkyjoRules()
-        self.offsets, self.geometry, self.scale = _layout_arrays(self.rules)
-        self.size = ObservationLayout(self.rules).size
+        super().__init__(rules, name)
         self.card_values = self.rules.card_values.astype(np.float64)
         self.card_counts = self.rules.card_counts.astype(np.float64)
         self.pair_bonus = float(pair_bonus)
         self.opponent_turn_gain = float(opponent_turn_gain)
         self.patience = float(patience)
 
-    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
-        observations, action_masks = _check_inputs(observations, action_masks, self.size)
-        out = np.empty(observations.shape[0], np.int64)
-        ev_actions(
-            observations,
-            action_masks,
-            self.offsets,
-            self.geometry,
-            self.rules.num_slots,
-            self.scale,
-            self.card_values,
-            self.card_counts,
-            self.pair_bonus,
-            self.opponent_turn_gain,
-            self.patience,
-            out,
-        )
-        return out
+    def _decide(self, observations, action_masks, out):
+        ev_actions(observations, action_masks, self.offsets, self.geometry,
+                   self.rules.num_slots, self.scale, self.card_values, self.card_counts,
+                   self.pair_bonus, self.opponent_turn_gain, self.patience, out)

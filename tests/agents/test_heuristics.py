@@ -124,12 +124,13 @@ def test_ev__per_slot_table_equals_the_generic_evaluation():
         chance[(card_values - low).astype(int)] = probs
         final_lap = bool(rng.random() < 0.3)
         opponent_best = float(rng.normal(20, 10))
+        fear = float(rng.choice([0.0, 0.4, 1.0]))
         ctx, col_terms = np.empty(3), np.zeros((rules.cols, 3))
         heuristics._grid_context(values, hidden, cleared, mu, chance, low, geometry, 0.4, ctx,
                                  col_terms)
         table = np.empty((slots, count))
         heuristics._outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values,
-                                  chance, low, geometry, 0.4, final_lap, opponent_best,
+                                  chance, low, geometry, 0.4, final_lap, opponent_best, fear,
                                   *scratch, table)
         sv, sh, sc = scratch
         for s in np.flatnonzero(~cleared):
@@ -140,7 +141,7 @@ def test_ev__per_slot_table_equals_the_generic_evaluation():
                 expected = heuristics._grid_value(sv, sh, sc, mu, chance, low, geometry, 0.4)
                 if not final_lap and heuristics._count_hidden(sh, sc) == 0:
                     expected += heuristics._going_out_cost(
-                        heuristics._known_sum(sv, sh, sc), opponent_best, geometry
+                        heuristics._known_sum(sv, sh, sc), opponent_best, geometry, fear
                     )
                 assert table[s, v] == pytest.approx(expected), (s, v)
 
