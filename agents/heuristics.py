@@ -37,10 +37,10 @@ ev
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from skyjo_env.core.actions import Phase
+from skyjo_env.core.jit import jit
 from skyjo_env.core.layout import (
     PENALTY_FLAT,
     PENALTY_FLAT_THEN_MULTIPLIER,
@@ -49,8 +49,6 @@ from skyjo_env.core.layout import (
 )
 from skyjo_env.core.rules import FINISHER_PENALTY_MODES, SkyjoRules
 from skyjo_env.encoding import ROUND_TURNS_SCALE, ObservationLayout
-
-jit = numba.njit(cache=True, nogil=True)
 
 #: turns per player over which ev's fear of the finisher penalty fades after `patience`
 PATIENCE_FADE = 10.0

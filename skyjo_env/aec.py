@@ -19,17 +19,13 @@ AEC env, the single-agent Gymnasium view and the training VecEnv.
 
 from __future__ import annotations
 
-import hashlib
 import operator
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import gymnasium
 import numba
 import numpy as np
 from gymnasium import spaces
-from numba.core.caching import NullCache
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
@@ -38,10 +34,7 @@ from pettingzoo.utils.wrappers.order_enforcing import (
     AECOrderEnforcingIterator,
 )
 
-from skyjo_env import encoding as encoding_module
-from skyjo_env.core import actions as actions_module
 from skyjo_env.core import kernels
-from skyjo_env.core import layout as layout_module
 from skyjo_env.core.actions import num_actions
 from skyjo_env.core.engine import (
     IllegalActionError,
@@ -50,6 +43,7 @@ from skyjo_env.core.engine import (
     reset,
     step,
 )
+from skyjo_env.core.jit import jit
 from skyjo_env.core.layout import (
     CURRENT,
     EVENT_GAME_ENDED,
@@ -69,47 +63,6 @@ ILLEGAL_ACTION_MODES = ("raise", "penalize")
 REWARD_SCORE_SCALE = 100.0
 #: The winners share +WIN_REWARD at game end, the other seats share -WIN_REWARD.
 WIN_REWARD = 1.0
-
-
-# ---------------------------------------------------------------- compiled-code cache
-
-
-def source_digest(*modules: Any) -> str:
-    """SHA-256 of the source files of ``modules`` (module objects), in order."""
-    digest = hashlib.sha256()
-    for module in modules:
-        digest.update(Path(module.__file__).read_bytes())
-    return digest.hexdigest()
-
-
-def jit_cached(digest: str) -> Callable[[Callable], Callable]:
-    """``numba.njit(cache=True, nogil=True)`` whose disk cache also goes stale when ``digest``
-    changes.
-
-    Numba keys a cached function on its own file's content only, so a function calling
-    compiled code of other modules (the encoder, the kernels, layout constants) would keep
-    running the old version of that code after it changed. Mixing the digest of those
-    modules' sources (`source_digest`) into the cache stamp recompiles it instead. Should
-    numba's cache internals ever differ, the function is compiled without a disk cache.
-    """
-
-    def decorate(function: Callable) -> Callable:
-        dispatcher = numba.njit(cache=True, nogil=True)(function)
-        cache = getattr(dispatcher, "_cache", None)
-        if cache is None:  # NUMBA_DISABLE_JIT: a plain Python function
-            return dispatcher
-        try:
-            cache_file = cache._cache_file
-            cache_file._source_stamp = (cache_file._source_stamp, digest)
-        except AttributeError:
-            dispatcher._cache = NullCache()
-        return dispatcher
-
-    return decorate
-
-
-#: The compiled code this module's kernels call: the engine's and the encoder's.
-ENGINE_DIGEST = source_digest(actions_module, layout_module, kernels, encoding_module)
 
 
 # ---------------------------------------------------------------- configuration helpers
@@ -206,7 +159,7 @@ def observation_box(rules: SkyjoRules) -> spaces.Box:
 # ---------------------------------------------------------------- rewards
 
 
-@jit_cached(ENGINE_DIGEST)
+@jit
 def seat_rewards_into(event, seat, b, game_bonus, out):
     """Write every seat's reward for one step of game ``b`` into ``out`` (float64 (P,)).
 
@@ -297,7 +250,7 @@ def game_end_rewards(total_scores: np.ndarray) -> np.ndarray:
 _JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 
 
-@jit_cached(ENGINE_DIGEST)
+@jit
 def observe_into(observer, grid, slot_state, discard_pile, game, seat, params, card_values,
                  card_counts, table, value_scale, deck_size, target_score, unseen, legal,
                  observation, action_mask):
@@ -748,7 +701,6 @@ def env(
 
 
 __all__ = [
-    "ENGINE_DIGEST",
     "EPISODE_MODES",
     "ILLEGAL_ACTION_MODES",
     "SkyjoAECEnv",
@@ -756,12 +708,10 @@ __all__ = [
     "engine_rules",
     "env",
     "game_end_rewards",
-    "jit_cached",
     "observation_bounds",
     "observation_box",
     "raw_env",
     "resolve_rules",
     "round_rewards",
     "seat_rewards_into",
-    "source_digest",
 ]

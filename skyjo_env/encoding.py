@@ -42,11 +42,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
+from skyjo_env.core.jit import jit
 from skyjo_env.core.kernels import unseen_counts_into, value_index_table
 from skyjo_env.core.layout import (
     CLEARED,
@@ -181,7 +181,7 @@ class ObservationLayout:
         }
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def encode_into(b, observer, grid, slot_state, discard_pile, game, seat, card_values,
                 card_counts, table, value_scale, deck_size, target_score, unseen, out):
     """Write seat ``observer``'s observation of game ``b`` into ``out`` (float32, (size,)).
@@ -247,7 +247,7 @@ def encode_into(b, observer, grid, slot_state, discard_pile, game, seat, card_va
     out[i] = min(1.0, game[b, TURN] / (ROUND_TURNS_SCALE * players))
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def encode_batch(grid, slot_state, discard_pile, game, seat, card_values, card_counts,
                  value_scale, deck_size, target_score, observers, out):
     """Observations of every game from ``observers`` (int64 (B,)) into ``out`` (B, size)."""

@@ -20,16 +20,12 @@ import numba
 import numpy as np
 from gymnasium import spaces
 
-from skyjo_env import aec as aec_module
 from skyjo_env.aec import (
-    ENGINE_DIGEST,
     check_episode_options,
     engine_rules,
-    jit_cached,
     observation_box,
     resolve_rules,
     seat_rewards_into,
-    source_digest,
 )
 from skyjo_env.core import kernels
 from skyjo_env.core.actions import Phase, num_actions
@@ -41,6 +37,7 @@ from skyjo_env.core.engine import (
     reset,
     step,
 )
+from skyjo_env.core.jit import jit
 from skyjo_env.core.layout import (
     CURRENT,
     EVENT_GAME_ENDED,
@@ -58,8 +55,6 @@ from skyjo_env.render import render_ansi
 Opponents = Agent | Sequence[Agent] | Callable[[np.random.Generator], Any]
 
 _GAME_OVER = int(Phase.GAME_OVER)
-#: The compiled code this module's kernels call (see `skyjo_env.aec.jit_cached`).
-_DIGEST = ENGINE_DIGEST + source_digest(aec_module)
 _JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 
 
@@ -75,7 +70,7 @@ def opponent_seed(seed: int) -> np.random.SeedSequence:
 # ---------------------------------------------------------------- compiled helpers
 
 
-@jit_cached(_DIGEST)
+@jit
 def observe_games(games, observers, grid, slot_state, discard_pile, game, seat, params,
                   card_values, card_counts, table, value_scale, deck_size, target_score,
                   unseen, observations, masks):
@@ -92,7 +87,7 @@ def observe_games(games, observers, grid, slot_state, discard_pile, game, seat, 
         kernels.legal_mask_into(b, slot_state, game, params, masks[k])
 
 
-@jit_cached(_DIGEST)
+@jit
 def gather_opponent_views(learner_seat, over, games, observers, grid, slot_state,
                           discard_pile, game, seat, params, card_values, card_counts, table,
                           value_scale, deck_size, target_score, unseen, observations, masks):
@@ -117,7 +112,7 @@ def gather_opponent_views(learner_seat, over, games, observers, grid, slot_state
     return count
 
 
-@jit_cached(_DIGEST)
+@jit
 def check_learner_actions(actions, masks, over, out):
     """Copy the learner's actions into ``out`` (int64 (N,)), -1 where the game is over.
 
@@ -140,7 +135,7 @@ def check_learner_actions(actions, masks, over, out):
     return first
 
 
-@jit_cached(_DIGEST)
+@jit
 def learner_masks(slot_state, game, params, over, masks):
     """Legal actions of every game into ``masks`` (bool (N, A)); all False where ``over``
     (a game ended by a penalised illegal action is not over for the engine)."""
@@ -151,7 +146,7 @@ def learner_masks(slot_state, game, params, over, masks):
             kernels.legal_mask_into(b, slot_state, game, params, masks[b])
 
 
-@jit_cached(_DIGEST)
+@jit
 def collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, terminated,
                    truncated, over):
     """Add each game's learner reward for a step and mark games that ended.
@@ -179,7 +174,7 @@ def collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, ter
                 terminated[b] = True
 
 
-@jit_cached(_DIGEST)
+@jit
 def next_streams(rng, which):
     """The next output of each listed game's own stream: uint64 (K,) (advances them)."""
     out = np.empty(which.shape[0], np.uint64)

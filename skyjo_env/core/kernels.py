@@ -20,10 +20,10 @@ Run with ``NUMBA_DISABLE_JIT=1`` to execute the very same code as plain Python.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from skyjo_env.core.actions import Phase
+from skyjo_env.core.jit import jit
 from skyjo_env.core.layout import (
     CLEARED,
     CURRENT,
@@ -75,8 +75,6 @@ from skyjo_env.core.layout import (
     TRUNCATED,
     TURN,
 )
-
-jit = numba.njit(cache=True, nogil=True)
 
 INITIAL_REVEAL = int(Phase.INITIAL_REVEAL)
 CHOOSE_SOURCE = int(Phase.CHOOSE_SOURCE)

@@ -1,7 +1,7 @@
 """The envs' compiled helpers recompile when the engine or encoder code they call changes.
 
-Numba keys its disk cache on a function's own source file only; `skyjo_env.aec.jit_cached`
-adds the sources of the called modules. Checked on a copy of the package in a temporary
+Numba keys its disk cache on a function's own source file only; `skyjo_env.core.jit.jit`
+adds the digest of every source of the package. Checked on a copy of the package in a temporary
 directory, in fresh processes.
 """
 
@@ -42,7 +42,7 @@ def run_probe(root: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_jit_cached__recompiles_when_a_called_module_changes(tmp_path):
+def test_jit__recompiles_when_a_called_module_changes(tmp_path):
     # the copied caches stay valid: they are keyed on source contents
     shutil.copytree(Path(skyjo_env.__file__).parent, tmp_path / "skyjo_env")
     run_probe(tmp_path)  # compiles if the copied cache lacks it
