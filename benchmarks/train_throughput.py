@@ -3,9 +3,8 @@
 Both run sb3-contrib MaskablePPO on the same batched `SkyjoVecEnv` (2 players, opponent
 pool of the default config) with one torch thread, measured side by side in one process:
 
-* ``skyjo-rl default``: `agents.training.TrainConfig()` (256 games, 64 steps, minibatch
-  2048... whatever the current defaults are), through `Trainer` exactly as ``train.py``
-  builds it (VecMonitor + shaping).
+* ``skyjo-rl default``: the `agents.training.TrainConfig` defaults (the table prints them),
+  built through `Trainer` exactly as ``train.py`` builds them (VecMonitor + shaping).
 * ``SB3 defaults``: MaskablePPO's own defaults (n_steps 2048, batch 64, 10 epochs, 64x64
   tanh networks) on the same env with 8 games, as a user following the SB3 docs would.
 
@@ -58,7 +57,7 @@ def main() -> None:
         ours.tensorboard_log = None
         ours_rates = _loop_rate(ours, 1 if args.quick else 3, args.repeats)
 
-        config = TrainConfig(n_envs=8, progress=False, shaping=0.0)
+        config = TrainConfig(n_envs=8, batch_size=64, progress=False, shaping=0.0)
         baseline_trainer = Trainer(config, run_dir)
         baseline_env = baseline_trainer.build_env()
         sb3 = MaskablePPO("MlpPolicy", baseline_env, device="cpu", seed=0, verbose=0)
