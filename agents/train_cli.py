@@ -75,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         f"last checkpoint {summary['last_checkpoint']}, best {summary['best_checkpoint']} "
         f"(score {summary['best_score']:.3f})"
     )
-    print(f"evaluate it: python evaluate.py --agents ppo:{summary['best_checkpoint']} ev --games 1000")
+    opponents = " ".join(["ev"] * (config.num_players - 1))
+    print(
+        f"evaluate it: python evaluate.py --agents ppo:{summary['best_checkpoint']} {opponents} "
+        "--games 1000"
+    )
     return 130 if summary["interrupted"] else 0
 
 
