@@ -2,13 +2,14 @@
 
 `env` / `raw_env` (PettingZoo AEC), `SkyjoGymEnv` (Gymnasium, one learner) and `SkyjoVecEnv`
 (Stable-Baselines3 VecEnv, many games) are views over the one engine in `skyjo_env.core`.
-`SkyjoVecEnv` is imported on first use, so importing `skyjo_env` never imports
-Stable-Baselines3 or torch.
+The views load on first use, so importing `skyjo_env` (or the engine, `skyjo_env.core`)
+imports no RL library: PettingZoo and Gymnasium come with the first view asked for, and
+Stable-Baselines3 (with torch) only with `SkyjoVecEnv`.
 """
 
+import importlib
 from typing import Any
 
-from skyjo_env.aec import env, raw_env
 from skyjo_env.core import (
     ActionKind,
     IllegalActionError,
@@ -20,15 +21,19 @@ from skyjo_env.core import (
 )
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.protocol import Agent, RandomAgent
-from skyjo_env.single_agent import SkyjoGymEnv
+
+#: view name -> module that defines it, imported on first access
+_VIEWS = {
+    "env": "skyjo_env.aec",
+    "raw_env": "skyjo_env.aec",
+    "SkyjoGymEnv": "skyjo_env.single_agent",
+    "SkyjoVecEnv": "skyjo_env.vec_env",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # SkyjoVecEnv subclasses SB3's VecEnv (which imports torch): load it only when asked for
-    if name == "SkyjoVecEnv":
-        from skyjo_env.vec_env import SkyjoVecEnv
-
-        return SkyjoVecEnv
+    if name in _VIEWS:
+        return getattr(importlib.import_module(_VIEWS[name]), name)
     raise AttributeError(f"module 'skyjo_env' has no attribute {name!r}")
 
 
