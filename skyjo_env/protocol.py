@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from skyjo_env.core.jit import jit
+
 
 @runtime_checkable
 class Agent(Protocol):
@@ -37,11 +39,35 @@ class Agent(Protocol):
         ...
 
 
+@jit
+def pick_legal(action_masks, uniforms, out):
+    """Row ``n``'s ``floor(uniforms[n] * k)``-th legal action (of its ``k``) into ``out[n]``;
+    -1 for a row without any legal action."""
+    for n in range(action_masks.shape[0]):
+        legal = 0
+        for a in range(action_masks.shape[1]):
+            legal += action_masks[n, a]
+        pick = min(int(uniforms[n] * legal), legal - 1)
+        out[n] = -1
+        for a in range(action_masks.shape[1]):
+            if action_masks[n, a]:
+                if pick == 0:
+                    out[n] = a
+                    break
+                pick -= 1
+
+
 def sample_legal(action_masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One uniformly random legal action per row of ``action_masks`` (bool (N, A)) -> int64 (N,)."""
-    noise = rng.random(action_masks.shape)
-    noise[~action_masks] = -1.0
-    return noise.argmax(axis=1).astype(np.int64)
+    """One uniformly random legal action per row of ``action_masks`` (bool (N, A)) -> int64 (N,).
+
+    One uniform draw per row from ``rng``; -1 for a row with no legal action.
+    """
+    masks = np.ascontiguousarray(action_masks, dtype=np.bool_)
+    if masks.ndim == 1:
+        masks = masks.reshape(1, -1)
+    out = np.empty(masks.shape[0], np.int64)
+    pick_legal(masks, rng.random(masks.shape[0]), out)
+    return out
 
 
 class RandomAgent:
