@@ -15,14 +15,13 @@ rules or another observation layout, each with a `CheckpointError` that names th
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents.atomic import atomic_path
 from skyjo_env.core.actions import num_actions
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import OBSERVATION_VERSION, ObservationLayout
@@ -58,17 +57,10 @@ def save_checkpoint(model, path: str | Path, metadata: dict[str, Any]) -> Path:
     if path.suffix != ".zip":
         path = path.with_name(path.name + ".zip")
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".zip")
-    os.close(handle)
-    os.chmod(temporary, 0o644)  # mkstemp's 0600 would surprise users sharing runs
-    try:
+    with atomic_path(path, suffix=".zip") as temporary:
         model.save(temporary)
         with zipfile.ZipFile(temporary, "a") as archive:
             archive.writestr(META_MEMBER, json.dumps(metadata, indent=2, sort_keys=True))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
     return path
 
 

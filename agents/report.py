@@ -8,16 +8,15 @@ reader never sees a half-written report.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from agents.atomic import atomic_path
 from agents.tournament import TournamentResult
 
 #: Column order of the CSV file (one row per agent position).
@@ -209,17 +208,9 @@ def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
     Raises:
         OSError: The directory does not exist or is not writable (``path`` is untouched).
     """
-    path = Path(path)
     data = content.encode() if isinstance(content, str) else content
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(data)
 
 
 def write_reports(
