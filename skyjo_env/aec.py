@@ -247,6 +247,29 @@ def game_end_rewards(total_scores: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- the AEC env
 
+
+def view_arguments(batch, encoder: ObservationEncoder) -> tuple:
+    """The state and encoder arguments that the compiled views (`observe_into`, and the
+    batched helpers of `skyjo_env.single_agent`) take after their own leading ones:
+    ``grid, slot_state, discard_pile, game, seat, params, card_values, card_counts,
+    value table, value_scale, deck_size, target_score, unseen scratch``."""
+    rules = batch.rules
+    return (
+        batch.grid,
+        batch.slot_state,
+        batch.discard_pile,
+        batch.game,
+        batch.seat,
+        batch.params,
+        rules.card_values,
+        rules.card_counts,
+        kernels.value_index_table(rules.card_values),
+        encoder.layout.value_scale,
+        float(rules.deck_size),
+        float(rules.target_score),
+        np.empty(rules.card_values.size, np.int32),
+    )
+
 _JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 
 
@@ -397,21 +420,7 @@ class SkyjoAECEnv(AECEnv):
         self._ended = False
         # arguments of the compiled observer, in its order
         self._obs_size = self.encoder.size
-        self._observe_args = (
-            batch.grid,
-            batch.slot_state,
-            batch.discard_pile,
-            batch.game,
-            batch.seat,
-            batch.params,
-            run_rules.card_values,
-            run_rules.card_counts,
-            kernels.value_index_table(run_rules.card_values),
-            self.encoder.layout.value_scale,
-            float(run_rules.deck_size),
-            float(run_rules.target_score),
-            np.empty(run_rules.card_values.size, np.int32),
-        )
+        self._observe_args = view_arguments(batch, self.encoder)
         self._step_args = (*batch.arrays, self._actions, self._events)
 
     # -------------------------------------------------------------- spaces

@@ -26,6 +26,7 @@ from skyjo_env.aec import (
     observation_box,
     resolve_rules,
     seat_rewards_into,
+    view_arguments,
 )
 from skyjo_env.core import kernels
 from skyjo_env.core.actions import Phase, num_actions
@@ -264,21 +265,7 @@ class LearnerGames:
         self._opp_obs = np.empty((num_games, self.obs_size), np.float32)
         self._opp_masks = np.empty((num_games, self.num_actions), np.bool_)
         self._step_args = (*batch.arrays, self._actions, self._events)
-        self._encode_args = (
-            batch.grid,
-            batch.slot_state,
-            batch.discard_pile,
-            batch.game,
-            batch.seat,
-            batch.params,
-            run_rules.card_values,
-            run_rules.card_counts,
-            kernels.value_index_table(run_rules.card_values),
-            self.encoder.layout.value_scale,
-            float(run_rules.deck_size),
-            float(run_rules.target_score),
-            np.empty(run_rules.card_values.size, np.int32),
-        )
+        self._encode_args = view_arguments(batch, self.encoder)
         self._agents: list[Agent] = []
         self._index_of: dict[int, int] = {}
         self._assignment = np.zeros((num_games, max(1, self.num_players - 1)), np.int64)
