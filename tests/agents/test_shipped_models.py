@@ -1,0 +1,29 @@
+"""The agents shipped in models/ load under the current observation layout and play."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.ppo import load_ppo_agent, read_metadata
+from agents.registry import make_agent
+from agents.tournament import play_tournament
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import OBSERVATION_VERSION
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+
+@pytest.mark.parametrize("name, players", [("ppo_2p", 2), ("ppo_4p", 4)])
+def test_shipped_model__loads_and_plays_legal_full_games(name, players):
+    path = MODELS / f"{name}.zip"
+    assert read_metadata(path)["observation_version"] == OBSERVATION_VERSION
+    rules = SkyjoRules(num_players=players)
+    agent = load_ppo_agent(path, rules)
+    others = [make_agent("greedy", rules, seed=k) for k in range(players - 1)]
+    result = play_tournament([agent, *others], rules, 2 * players, seed=0, progress=False,
+                             ratings=False)
+    assert result.agents[0].games == 2 * players
+    assert (MODELS / f"{name}.config.yaml").is_file()
+    assert (MODELS / f"{name}.vs_ev.json").is_file()
