@@ -73,6 +73,10 @@ def test_load_train_config__yaml_then_overrides(tmp_path):
     assert config.total_timesteps == TrainConfig().total_timesteps
 
 
+def test_default_yaml__equals_the_built_in_defaults():
+    assert load_train_config(ROOT / "configs" / "default.yaml") == TrainConfig()
+
+
 def test_shipped_configs__load_and_validate():
     for path in sorted((ROOT / "configs").glob("*.yaml")):
         config = load_train_config(path)
