@@ -52,7 +52,12 @@ from agents.ppo import (
 )
 from agents.registry import make_agent
 from agents.tournament import play_tournament
-from skyjo_env.core.rules import SkyjoRules, load_rules
+from skyjo_env.core.rules import (
+    SkyjoRules,
+    dataclass_from_dict,
+    load_rules,
+    read_yaml_mapping,
+)
 from skyjo_env.encoding import ObservationLayout
 
 OPPONENT_KINDS = ("random", "greedy", "ev", "self")
@@ -198,30 +203,14 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         """Build from plain data; unknown keys raise `ValueError` naming them."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a training config must be a mapping, got {type(data).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown training config key(s) {unknown}; known keys: {', '.join(sorted(known))}"
-            )
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "training config", "key")
 
 
 def load_train_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:
     """Defaults, updated from a YAML file (if given), then from ``overrides`` (not None)."""
     data: dict[str, Any] = {}
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"training config {str(path)!r} does not exist")
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as error:
-            raise ValueError(f"training config {str(path)!r} is not valid YAML: {error}") from error
-        if not isinstance(data, dict):
-            raise ValueError(f"training config {str(path)!r} must be a mapping of key: value")
+        data = read_yaml_mapping(Path(path), "training config", "key: value")
     data.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig.from_dict(data)
 

@@ -72,6 +72,54 @@ def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         _fail(name, value, "one of " + ", ".join(repr(c) for c in choices))
 
 
+def read_yaml_mapping(path: Path, what: str, entry: str) -> dict[str, Any]:
+    """The mapping stored in the YAML file ``path`` (an empty file gives ``{}``).
+
+    Args:
+        path: The file.
+        what: What the file holds, for messages (``"rules file"``).
+        entry: How an item is named in messages (``"field -> value"``).
+
+    Raises:
+        ValueError: The file is missing, is not valid YAML, or holds no mapping.
+    """
+    if not path.is_file():
+        raise ValueError(f"{what} {str(path)!r} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{what} {str(path)!r} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{what} {str(path)!r} must hold a mapping of {entry}, got {type(data).__name__}"
+        )
+    return data
+
+
+def dataclass_from_dict(cls: type, data: Any, what: str, item: str):
+    """``cls(**data)`` for a dataclass, refusing unknown keys.
+
+    Args:
+        cls: The dataclass.
+        data: Its fields as a mapping.
+        what: What ``data`` describes, for messages (``"rules"``).
+        item: How a key is named in messages (``"field"``).
+
+    Raises:
+        ValueError: ``data`` is not a mapping, or names keys ``cls`` lacks (listed, with
+            the known ones); the constructor's own validation errors pass through.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} must be a mapping of {item} -> value, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown {what} {item}(s) {unknown}; known {item}s: {', '.join(sorted(known))}"
+        )
+    return cls(**data)
+
+
 def normalize_deck(deck: Any) -> tuple[tuple[int, int], ...]:
     """Turn a deck given as a mapping or pairs into sorted ``((value, count), ...)``.
 
@@ -233,15 +281,7 @@ class SkyjoRules:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkyjoRules:
         """Build from plain data; unknown keys raise `ValueError` naming them."""
-        if not isinstance(data, dict):
-            raise ValueError(f"rules must be a mapping of field -> value, got {type(data).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown rules field(s) {unknown}; known fields: {', '.join(sorted(known))}"
-            )
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "rules", "field")
 
 
 def available_presets() -> list[str]:
@@ -268,16 +308,6 @@ def load_rules(name_or_path: str | Path, **overrides: Any) -> SkyjoRules:
                 f"unknown rules preset {str(name_or_path)!r}; "
                 f"available: {', '.join(available_presets())}"
             )
-    if not path.is_file():
-        raise ValueError(f"rules file {str(path)!r} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ValueError(f"rules file {str(path)!r} is not valid YAML: {error}") from error
-    if not isinstance(data, dict):
-        raise ValueError(
-            f"rules file {str(path)!r} must hold a mapping of field -> value, "
-            f"got {type(data).__name__}"
-        )
+    data = read_yaml_mapping(path, "rules file", "field -> value")
     data.update(overrides)
     return SkyjoRules.from_dict(data)
