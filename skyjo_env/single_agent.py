@@ -74,18 +74,16 @@ def opponent_seed(seed: int) -> np.random.SeedSequence:
 @jit
 def observe_games(games, observers, grid, slot_state, discard_pile, game, seat, params,
                   card_values, card_counts, table, value_scale, deck_size, target_score,
-                  unseen, observations, masks):
-    """Observations of games ``games`` (int64 (M,)) from ``observers`` (int64 (M,)).
-
-    Writes row ``k`` of ``observations`` (float32 (M, O)) and of ``masks`` (bool (M, A):
-    the legal actions of the seat to act in that game; all False when the game is over).
+                  unseen, observations):
+    """Observations of games ``games`` (int64 (M,)) from ``observers`` (int64 (M,)) into
+    row ``k`` of ``observations`` (float32 (M, O)). (``params`` is unused: the argument
+    tuple is the one every compiled view takes, `skyjo_env.aec.view_arguments`; the
+    learner's masks come from `learner_masks`.)
     """
     for k in range(games.shape[0]):
-        b = games[k]
-        encode_into(b, observers[k], grid, slot_state, discard_pile, game, seat, card_values,
-                    card_counts, table, value_scale, deck_size, target_score, unseen,
-                    observations[k])
-        kernels.legal_mask_into(b, slot_state, game, params, masks[k])
+        encode_into(games[k], observers[k], grid, slot_state, discard_pile, game, seat,
+                    card_values, card_counts, table, value_scale, deck_size, target_score,
+                    unseen, observations[k])
 
 
 @jit
@@ -466,13 +464,11 @@ class LearnerGames:
         if out is None:
             out = np.empty((self.num_games, self.obs_size), np.float32)
         if which is None:
-            observe_games(self._all_games, self.learner_seat, *self._encode_args, out,
-                          self._opp_masks)
+            observe_games(self._all_games, self.learner_seat, *self._encode_args, out)
         else:
             which = np.asarray(which, np.int64)
             rows = np.empty((which.size, self.obs_size), np.float32)
-            observe_games(which, self.learner_seat[which], *self._encode_args, rows,
-                          self._opp_masks)
+            observe_games(which, self.learner_seat[which], *self._encode_args, rows)
             out[which] = rows
         return out
 
