@@ -301,46 +301,6 @@ def _eliminate_at(values, hidden, cleared, slot, geometry):
 
 
 @jit
-def _grid_value(values, hidden, cleared, mu, probs, card_values, geometry, pair_bonus):
-    """Expected grid sum minus the bonus for columns one matching card short."""
-    rows = geometry[_ROWS]
-    cols = geometry[_COLS]
-    total = 0.0
-    for s in range(values.shape[0]):
-        if cleared[s]:
-            continue
-        total += mu if hidden[s] else values[s]
-    if geometry[_COLUMN_ELIM] == 0 or rows < 2:
-        return total
-    for c in range(cols):
-        # find a value held face up by rows-1 slots of the column, the last slot differing
-        for r0 in range(rows):
-            s0 = r0 * cols + c
-            if hidden[s0] or cleared[s0]:
-                continue
-            same = 0
-            blocked = False
-            for r in range(rows):
-                s = r * cols + c
-                if cleared[s]:
-                    blocked = True
-                elif not hidden[s] and values[s] == values[s0]:
-                    same += 1
-            if blocked:
-                break
-            if same != rows - 1 or same < 2 or values[s0] <= 0:
-                continue
-            chance = 0.0
-            for v in range(card_values.shape[0]):
-                if card_values[v] == values[s0]:
-                    chance = probs[v]
-            if chance > 0.0:
-                total -= pair_bonus * values[s0] * rows * min(1.0, 6.0 * chance)
-            break
-    return total
-
-
-@jit
 def _count_hidden(hidden, cleared):
     n = 0
     for s in range(hidden.shape[0]):
