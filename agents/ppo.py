@@ -163,12 +163,13 @@ class PPOAgent:
         return actions.numpy().astype(np.int64)
 
 
-def load_model(path: str | Path):
-    """Load the MaskablePPO model of a checkpoint on the CPU (metadata not checked)."""
+def load_model(path: str | Path, env=None):
+    """Load the MaskablePPO model of a checkpoint on the CPU (metadata not checked),
+    attached to ``env`` when given (to continue training it)."""
     from sb3_contrib import MaskablePPO
 
     try:
-        return MaskablePPO.load(str(path), device="cpu")
+        return MaskablePPO.load(str(path), env=env, device="cpu")
     except Exception as error:  # SB3 raises many kinds on a damaged archive
         raise CheckpointError(
             f"checkpoint {str(path)!r} is corrupt: {type(error).__name__}: {error}"

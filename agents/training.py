@@ -485,10 +485,7 @@ class Trainer:
         """Load the last checkpoint and the snapshot pool; returns its step count."""
         metadata = read_metadata(self.last_checkpoint)
         check_compatible(metadata, self.rules, self.last_checkpoint)
-        from sb3_contrib import MaskablePPO
-
-        load_model(self.last_checkpoint)  # raises a CheckpointError on a damaged file
-        self.model = MaskablePPO.load(str(self.last_checkpoint), env=self.env, device="cpu")
+        self.model = load_model(self.last_checkpoint, env=self.env)
         for name in metadata.get("snapshots", []):
             path = self.run_dir / "snapshots" / f"{name}.zip"
             if path.is_file():
