@@ -40,14 +40,19 @@ from __future__ import annotations
 import numpy as np
 
 from skyjo_env.core.actions import Phase
+from skyjo_env.core.engine import rules_params
 from skyjo_env.core.jit import jit
+from skyjo_env.core.kernels import penalised_score
 from skyjo_env.core.layout import (
-    PENALTY_FLAT,
-    PENALTY_FLAT_THEN_MULTIPLIER,
-    PENALTY_MULTIPLIER,
-    PENALTY_MULTIPLIER_THEN_FLAT,
+    P_COLS,
+    P_COLUMN_ELIMINATION,
+    P_CONDITION_LT,
+    P_ONLY_IF_POSITIVE,
+    P_PLAYERS,
+    P_ROW_ELIMINATION,
+    P_ROWS,
 )
-from skyjo_env.core.rules import FINISHER_PENALTY_MODES, SkyjoRules
+from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ROUND_TURNS_SCALE, ObservationLayout
 
 #: turns per player over which ev's fear of the finisher penalty fades after `patience`
@@ -78,31 +83,13 @@ _OFFSET_PIECES = (
     "round_turns",
 )
 
-# indices into the `geometry` array: the rules the heuristics need
-_PLAYERS, _ROWS, _COLS, _COLUMN_ELIM, _ROW_ELIM = 0, 1, 2, 3, 4
-_PENALTY_MODE, _MULTIPLIER, _FLAT, _CONDITION_LT, _ONLY_IF_POSITIVE = 5, 6, 7, 8, 9
-
-
 def _layout_arrays(rules: SkyjoRules) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(offsets, geometry, value_scale)``: where each piece starts in the observation,
+    the rules as the engine's kernels read them (`rules_params`), and the value scale."""
     layout = ObservationLayout(rules)
     slices = layout.describe()
     offsets = np.array([slices[name].start for name in _OFFSET_PIECES], dtype=np.int64)
-    geometry = np.array(
-        [
-            rules.num_players,
-            rules.rows,
-            rules.cols,
-            rules.column_elimination,
-            rules.row_elimination,
-            FINISHER_PENALTY_MODES.index(rules.finisher_penalty_mode),
-            rules.finisher_multiplier,
-            rules.finisher_flat_penalty,
-            rules.finisher_penalty_condition == "other_lt",
-            rules.finisher_penalty_only_if_positive,
-        ],
-        dtype=np.int64,
-    )
-    return offsets, geometry, layout.value_scale
+    return offsets, rules_params(rules), layout.value_scale
 
 
 def _check_inputs(observations, action_masks, size: int):
@@ -256,36 +243,20 @@ class GreedyAgent(_CompiledHeuristic):
 
 
 @jit
-def _penalised(score, geometry):
-    mode = geometry[_PENALTY_MODE]
-    m = geometry[_MULTIPLIER]
-    f = geometry[_FLAT]
-    if mode == PENALTY_MULTIPLIER:
-        return score * m
-    if mode == PENALTY_FLAT:
-        return score + f
-    if mode == PENALTY_FLAT_THEN_MULTIPLIER:
-        return (score + f) * m
-    if mode == PENALTY_MULTIPLIER_THEN_FLAT:
-        return score * m + f
-    return score
-
-
-@jit
 def _eliminate_at(values, hidden, cleared, slot, geometry):
     """Clear the lines through ``slot`` that are face up and equal (as the engine does)."""
-    rows = geometry[_ROWS]
-    cols = geometry[_COLS]
+    rows = geometry[P_ROWS]
+    cols = geometry[P_COLS]
     col = slot % cols
     row = slot // cols
-    column_done = geometry[_COLUMN_ELIM] != 0 and rows >= 2
+    column_done = geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 2
     if column_done:
         for r in range(rows):
             s = r * cols + col
             if hidden[s] or cleared[s] or values[s] != values[slot]:
                 column_done = False
                 break
-    row_done = geometry[_ROW_ELIM] != 0 and cols >= 2
+    row_done = geometry[P_ROW_ELIMINATION] != 0 and cols >= 2
     if row_done:
         for c in range(cols):
             s = row * cols + c
@@ -323,13 +294,13 @@ def _going_out_cost(mine, opponent_best, geometry, fear):
     """Extra expected cost of ending the round with own final score ``mine``, times
     ``fear`` (1 early in a round, fading to 0 once the round drags on)."""
     at_risk = opponent_best <= mine
-    if geometry[_CONDITION_LT] != 0:
+    if geometry[P_CONDITION_LT] != 0:
         at_risk = opponent_best < mine
     if not at_risk:
         return 0.0
-    if geometry[_ONLY_IF_POSITIVE] != 0 and mine <= 0:
+    if geometry[P_ONLY_IF_POSITIVE] != 0 and mine <= 0:
         return 0.0
-    return fear * (_penalised(mine, geometry) - mine)
+    return fear * (penalised_score(mine, geometry) - mine)
 
 
 @jit
@@ -341,12 +312,12 @@ def _column_terms(values, hidden, cleared, c, geometry, slot, card, mu, chance, 
     Valid without row elimination, where a column is either whole or fully cleared.
     Returns ``(value, face-down count, face-up sum)``.
     """
-    rows = geometry[_ROWS]
-    cols = geometry[_COLS]
+    rows = geometry[P_ROWS]
+    cols = geometry[P_COLS]
     if cleared[c]:
         return 0.0, 0, 0.0
     first = card if slot == c else values[c]
-    complete = geometry[_COLUMN_ELIM] != 0 and rows >= 2
+    complete = geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 2
     estimate, face_down, face_up = 0.0, 0, 0.0
     for r in range(rows):
         s = r * cols + c
@@ -362,7 +333,7 @@ def _column_terms(values, hidden, cleared, c, geometry, slot, card, mu, chance, 
             face_up += value
     if complete:
         return 0.0, 0, 0.0
-    if geometry[_COLUMN_ELIM] != 0 and rows >= 3:
+    if geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 3:
         for r0 in range(rows):
             s0 = r0 * cols + c
             if hidden[s0] and s0 != slot:
@@ -384,13 +355,13 @@ def _column_terms(values, hidden, cleared, c, geometry, slot, card, mu, chance, 
 def _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus):
     """Expected grid sum minus the bonus for columns one matching card short (generic
     path, for grids where rows may also have been eliminated)."""
-    rows = geometry[_ROWS]
-    cols = geometry[_COLS]
+    rows = geometry[P_ROWS]
+    cols = geometry[P_COLS]
     total = 0.0
     for s in range(values.shape[0]):
         if not cleared[s]:
             total += mu if hidden[s] else values[s]
-    if geometry[_COLUMN_ELIM] == 0 or rows < 3:
+    if geometry[P_COLUMN_ELIMINATION] == 0 or rows < 3:
         return total
     for c in range(cols):
         for r0 in range(rows):
@@ -424,8 +395,8 @@ def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, lo
     ``col_terms`` (cols, 3) the same per column, so that without row elimination only the
     touched column is recomputed.
     """
-    if geometry[_ROW_ELIM] == 0:
-        c = slot % geometry[_COLS]
+    if geometry[P_ROW_ELIMINATION] == 0:
+        c = slot % geometry[P_COLS]
         value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, slot,
                                                   card, mu, chance, low, pair_bonus)
         total = ctx[0] - col_terms[c, 0] + value
@@ -455,8 +426,8 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_value
     Same numbers as `_outcome`, computed once per slot from the rest of the column
     instead of once per (slot, value): ``row_out[v]`` for card value index ``v``.
     """
-    rows = geometry[_ROWS]
-    cols = geometry[_COLS]
+    rows = geometry[P_ROWS]
+    cols = geometry[P_COLS]
     c = slot % cols
     others_estimate, others_hidden, others_up = 0.0, 0, 0.0
     first_up = np.nan
@@ -476,7 +447,7 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_value
             elif values[s] != first_up:
                 others_equal = False
     others_all_up_equal = others_hidden == 0 and others_equal
-    column_elim = geometry[_COLUMN_ELIM] != 0 and rows >= 2
+    column_elim = geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 2
     for v in range(card_values.shape[0]):
         card = card_values[v]
         matches = 0
@@ -514,7 +485,7 @@ def _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, cha
     for s in range(values.shape[0]):
         if cleared[s]:
             table[s, :] = np.inf
-        elif geometry[_ROW_ELIM] == 0:
+        elif geometry[P_ROW_ELIMINATION] == 0:
             _slot_outcomes(values, hidden, cleared, s, ctx, col_terms, mu, card_values, chance,
                            low, geometry, pair_bonus, final_lap, opponent_best, fear, table[s])
         else:
@@ -555,7 +526,7 @@ def _best_reveal(table, hidden, cleared, probs):
 def _opponent_best(obs, n, offsets, geometry, slots, scale, mu, turn_gain):
     """Lowest expected final score among the opponents."""
     best = 1e18
-    for k in range(geometry[_PLAYERS] - 1):
+    for k in range(geometry[P_PLAYERS] - 1):
         total = 0.0
         for s in range(slots):
             i = k * slots + s
@@ -576,8 +547,8 @@ def _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus
     ctx[0] = _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus)
     ctx[1] = _count_hidden(hidden, cleared)
     ctx[2] = _known_sum(values, hidden, cleared)
-    if geometry[_ROW_ELIM] == 0:
-        for c in range(geometry[_COLS]):
+    if geometry[P_ROW_ELIMINATION] == 0:
+        for c in range(geometry[P_COLS]):
             value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, -1,
                                                       0.0, mu, chance, low, pair_bonus)
             col_terms[c, 0] = value
@@ -596,7 +567,7 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
     sh = np.empty(slots, np.bool_)
     sc = np.empty(slots, np.bool_)
     ctx = np.empty(3, np.float64)
-    col_terms = np.zeros((geometry[_COLS], 3), np.float64)
+    col_terms = np.zeros((geometry[P_COLS], 3), np.float64)
     num_values = card_values.shape[0]
     low = int(card_values[0])
     probs = np.empty(num_values, np.float64)

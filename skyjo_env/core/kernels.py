@@ -243,6 +243,23 @@ def grid_score(grid, slot_state, b, p):
 
 
 @jit
+def penalised_score(score, params):
+    """A penalised finisher's score under the rules' penalty mode (RULES.md §11)."""
+    mode = params[P_PENALTY_MODE]
+    m = params[P_MULTIPLIER]
+    f = params[P_FLAT]
+    if mode == PENALTY_MULTIPLIER:
+        return score * m
+    if mode == PENALTY_FLAT:
+        return score + f
+    if mode == PENALTY_FLAT_THEN_MULTIPLIER:
+        return (score + f) * m
+    if mode == PENALTY_MULTIPLIER_THEN_FLAT:
+        return score * m + f
+    return score
+
+
+@jit
 def apply_finisher_penalty(raw, finisher, params):
     """Round scores (int64, shape (P,)) from raw scores, per RULES.md §11.
 
@@ -265,17 +282,7 @@ def apply_finisher_penalty(raw, finisher, params):
         return scores, False
     if params[P_ONLY_IF_POSITIVE] != 0 and s <= 0:
         return scores, False
-    mode = params[P_PENALTY_MODE]
-    m = params[P_MULTIPLIER]
-    f = params[P_FLAT]
-    if mode == PENALTY_MULTIPLIER:
-        scores[finisher] = s * m
-    elif mode == PENALTY_FLAT:
-        scores[finisher] = s + f
-    elif mode == PENALTY_FLAT_THEN_MULTIPLIER:
-        scores[finisher] = (s + f) * m
-    elif mode == PENALTY_MULTIPLIER_THEN_FLAT:
-        scores[finisher] = s * m + f
+    scores[finisher] = penalised_score(s, params)
     return scores, scores[finisher] != s
 
 
