@@ -62,6 +62,7 @@ from skyjo_env.encoding import ObservationLayout
 
 OPPONENT_KINDS = ("random", "greedy", "ev", "self")
 ACTIVATIONS = ("relu", "tanh")
+FEATURES = ("raw", "grid")
 
 
 @dataclass
@@ -105,6 +106,9 @@ class TrainConfig:
     """Hidden layer sizes of the policy and value networks (separate networks)."""
     activation: str = "relu"
     """Hidden activation: relu or tanh (relu is much cheaper on a CPU)."""
+    features: str = "grid"
+    """Network input: ``raw`` (the observation) or ``grid`` (the observation plus the
+    column arithmetic of `agents.features.GridFeaturesExtractor`)."""
     torch_threads: int = 1
     """torch intra-op threads (1 is fastest on small shared machines)."""
     opponent_mix: dict[str, float] = field(
@@ -177,6 +181,10 @@ class TrainConfig:
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 f"TrainConfig.activation={self.activation!r} is invalid: allowed {list(ACTIVATIONS)}"
+            )
+        if self.features not in FEATURES:
+            raise ValueError(
+                f"TrainConfig.features={self.features!r} is invalid: allowed {list(FEATURES)}"
             )
         if not self.net_arch or any(not isinstance(n, int) or n < 1 for n in self.net_arch):
             raise ValueError(
@@ -458,6 +466,15 @@ class Trainer:
 
         config = self.config
         start, end = config.learning_rate, config.learning_rate_final
+        policy_kwargs = {
+            "net_arch": {"pi": list(config.net_arch), "vf": list(config.net_arch)},
+            "activation_fn": {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[config.activation],
+        }
+        if config.features == "grid":
+            from agents.features import GridFeaturesExtractor
+
+            policy_kwargs["features_extractor_class"] = GridFeaturesExtractor
+            policy_kwargs["features_extractor_kwargs"] = {"rules": self.rules.to_dict()}
         return MaskablePPO(
             "MlpPolicy",
             self.env,
@@ -471,10 +488,7 @@ class Trainer:
             ent_coef=config.ent_coef,
             vf_coef=config.vf_coef,
             max_grad_norm=config.max_grad_norm,
-            policy_kwargs={
-                "net_arch": {"pi": list(config.net_arch), "vf": list(config.net_arch)},
-                "activation_fn": {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[config.activation],
-            },
+            policy_kwargs=policy_kwargs,
             tensorboard_log=str(self.run_dir / "tb"),
             seed=config.seed,
             device="cpu",
