@@ -25,19 +25,24 @@ import numpy as np
 
 from skyjo_env import SkyjoGymEnv, SkyjoVecEnv, env, raw_env
 from skyjo_env.core import SkyjoRules, kernels, new_batch, reset
-from skyjo_env.protocol import RandomAgent, sample_legal
+from skyjo_env.protocol import RandomAgent, reads_observations, sample_legal
 
 TARGET_WRAPPED_AEC = 40_000
 TARGET_VEC_ENV = 500_000
 
 
 class CountingAgent:
-    """An `Agent` that counts the decisions it makes for another agent."""
+    """An `Agent` that counts the decisions it makes for another agent.
 
-    def __init__(self, agent: RandomAgent):
+    ``reads_observations`` is the wrapped agent's unless given: True makes the env encode
+    the opponents' observations even for a random agent, as it must for a policy.
+    """
+
+    def __init__(self, agent: RandomAgent, reads: bool | None = None):
         self.agent = agent
         self.name = agent.name
         self.decisions = 0
+        self.reads_observations = reads_observations(agent) if reads is None else reads
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Delegate, counting rows."""
@@ -111,9 +116,14 @@ def gym_rate(players: int, seconds: float) -> tuple[float, float]:
     return clock.rates(learner + opponent.decisions)
 
 
-def vec_rate(players: int, num_envs: int, seconds: float) -> tuple[float, float]:
-    """Decisions/s (wall, CPU; learner + opponents) through the batched VecEnv."""
-    opponent = CountingAgent(RandomAgent(1))
+def vec_rate(players: int, num_envs: int, seconds: float, encode_opponents: bool = False
+             ) -> tuple[float, float]:
+    """Decisions/s (wall, CPU; learner + opponents) through the batched VecEnv.
+
+    The random opponents need no observations, so by default the env skips encoding them;
+    ``encode_opponents`` measures the cost for opponents that read them (any policy).
+    """
+    opponent = CountingAgent(RandomAgent(1), reads=True if encode_opponents else None)
     venv = SkyjoVecEnv(num_envs, num_players=players, opponents=opponent, seed=0)
     rng = np.random.default_rng(0)
     venv.reset()
@@ -179,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         ("single-agent env", lambda p: gym_rate(p, seconds)),
         ("VecEnv N=64", lambda p: vec_rate(p, 64, seconds)),
         ("VecEnv N=256", lambda p: vec_rate(p, 256, seconds)),
+        ("VecEnv N=256, opp. observe", lambda p: vec_rate(p, 256, seconds, True)),
         ("engine kernel N=256 (ceiling)", lambda p: engine_rate(p, 256, seconds)),
     ]
     for name, measure in rows:

@@ -22,6 +22,10 @@ class Agent(Protocol):
 
     Attributes:
         name: Short name used in reports.
+
+    An agent that chooses from the masks alone may also set ``reads_observations = False``
+    (a class or instance attribute; absent means True): the environments then skip
+    encoding its seats' observations and hand it rows of unspecified content instead.
     """
 
     name: str
@@ -70,8 +74,16 @@ def sample_legal(action_masks: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return out
 
 
+def reads_observations(agent) -> bool:
+    """Whether ``agent`` needs its observations encoded (see `Agent`)."""
+    return bool(getattr(agent, "reads_observations", True))
+
+
 class RandomAgent:
-    """Uniform over the legal actions, from its own generator."""
+    """Uniform over the legal actions, from its own generator (it never reads the
+    observations)."""
+
+    reads_observations = False
 
     def __init__(self, seed: int | np.random.Generator | None = None, name: str = "random"):
         self.name = name

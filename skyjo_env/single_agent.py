@@ -48,7 +48,7 @@ from skyjo_env.core.layout import (
 )
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, encode_into
-from skyjo_env.protocol import Agent, RandomAgent
+from skyjo_env.protocol import Agent, RandomAgent, reads_observations
 from skyjo_env.render import render_ansi
 
 #: What may be passed as opponents: one agent for every opponent seat, one agent per
@@ -87,13 +87,14 @@ def observe_games(games, observers, grid, slot_state, discard_pile, game, seat, 
 
 
 @jit
-def gather_opponent_views(learner_seat, over, games, observers, grid, slot_state,
+def gather_opponent_views(learner_seat, over, encode, games, observers, grid, slot_state,
                           discard_pile, game, seat, params, card_values, card_counts, table,
                           value_scale, deck_size, target_score, unseen, observations, masks):
     """Find the games where an opponent is to act and encode what that opponent sees.
 
     Writes the first ``count`` entries of ``games``/``observers`` (int64 (N,)) and rows of
-    ``observations`` (float32 (N, O)) and ``masks`` (bool (N, A)); returns ``count``.
+    ``masks`` (bool (N, A)), and, when ``encode``, of ``observations`` (float32 (N, O));
+    returns ``count``.
     """
     count = 0
     for b in range(game.shape[0]):
@@ -103,12 +104,27 @@ def gather_opponent_views(learner_seat, over, games, observers, grid, slot_state
         if current != learner_seat[b]:
             games[count] = b
             observers[count] = current
-            encode_into(b, current, grid, slot_state, discard_pile, game, seat, card_values,
-                        card_counts, table, value_scale, deck_size, target_score, unseen,
-                        observations[count])
+            if encode:
+                encode_into(b, current, grid, slot_state, discard_pile, game, seat,
+                            card_values, card_counts, table, value_scale, deck_size,
+                            target_score, unseen, observations[count])
             kernels.legal_mask_into(b, slot_state, game, params, masks[count])
             count += 1
     return count
+
+
+@jit
+def scatter_opponent_actions(games, chosen, masks, actions):
+    """Write opponent ``chosen[k]`` (int (K,)) to ``actions[games[k]]`` (int64 (N,)) after
+    checking it against ``masks[k]`` (bool (>=K, A)); returns the first bad ``k``, or -1
+    (then nothing after it was written)."""
+    num_actions = masks.shape[1]
+    for k in range(games.shape[0]):
+        action = chosen[k]
+        if action < 0 or action >= num_actions or not masks[k, action]:
+            return k
+        actions[games[k]] = action
+    return -1
 
 
 @jit
@@ -143,6 +159,17 @@ def learner_masks(slot_state, game, params, over, masks):
             masks[b, :] = False
         else:
             kernels.legal_mask_into(b, slot_state, game, params, masks[b])
+
+
+@jit
+def apply_and_collect(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_grid,
+                      final_state, params, deck, actions, events, learner_seat, game_bonus,
+                      scratch, rewards, terminated, truncated, over):
+    """Apply checked ``actions`` (the engine's `apply_actions`), then `collect_events`."""
+    kernels.apply_actions(grid, slot_state, draw_pile, discard_pile, game, seat, rng,
+                          final_grid, final_state, params, deck, actions, events)
+    collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, terminated,
+                   truncated, over)
 
 
 @jit
@@ -331,7 +358,11 @@ class LearnerGames:
         else:
             self._chooser = None
             self._assignment[:] = self._seat_indices(opponents)
+        self._agents_changed()
+
+    def _agents_changed(self) -> None:
         self._single_agent = len(self._agents) == 1
+        self._encode_opponents = any(reads_observations(agent) for agent in self._agents)
 
     @property
     def opponents(self) -> list[Agent]:
@@ -349,7 +380,7 @@ class LearnerGames:
             self._agents = [self._agents[i] for i in used]
             self._index_of = {id(agent): i for i, agent in enumerate(self._agents)}
             self._assignment = np.searchsorted(used, self._assignment).astype(np.int64)
-        self._single_agent = len(self._agents) == 1
+        self._agents_changed()
 
     # -------------------------------------------------------------- play
 
@@ -415,23 +446,23 @@ class LearnerGames:
         self._refresh_masks()
 
     def _step(self, acts: np.ndarray) -> None:
-        """The engine's step (its checks skipped: every action here was checked or comes
-        from an opponent, whose illegal action still raises), then the rewards."""
-        batch = self.batch
-        if _JIT_DISABLED:
-            step(batch, acts, self._events)
+        """Apply ``acts`` (each checked against a legal mask already, -1 = no move), then
+        add the rewards."""
+        if _JIT_DISABLED:  # the engine's step runs the uncompiled kernels with its errstate
+            step(self.batch, acts, self._events)
+            collect_events(self._events, self.batch.seat, self.learner_seat, self._game_bonus,
+                           self._scratch, self.rewards, self.terminated, self.truncated,
+                           self.over)
         else:
-            bad = kernels.step_batch(*self._step_args)
-            if bad >= 0:
-                raise IllegalActionError(illegal_action_message(batch, bad, int(acts[bad])))
-        collect_events(self._events, batch.seat, self.learner_seat, self._game_bonus,
-                       self._scratch, self.rewards, self.terminated, self.truncated, self.over)
+            apply_and_collect(*self._step_args, self.learner_seat, self._game_bonus,
+                              self._scratch, self.rewards, self.terminated, self.truncated,
+                              self.over)
 
     def _play_opponents(self) -> None:
         acts = self._actions
         while True:
-            count = gather_opponent_views(self.learner_seat, self.over, self._games,
-                                          self._observers, *self._encode_args,
+            count = gather_opponent_views(self.learner_seat, self.over, self._encode_opponents,
+                                          self._games, self._observers, *self._encode_args,
                                           self._opp_obs, self._opp_masks)
             if count == 0:
                 return
@@ -440,15 +471,30 @@ class LearnerGames:
             masks = self._opp_masks[:count]
             acts.fill(-1)
             if self._single_agent:
-                acts[games] = self._agents[0].act(obs, masks)
+                self._place_opponent_actions(games, self._agents[0].act(obs, masks), masks)
             else:
                 observers = self._observers[:count]
                 relative = (observers - self.learner_seat[games]) % self.num_players - 1
                 who = self._assignment[games, relative]
                 for index in np.unique(who):
                     rows = np.flatnonzero(who == index)
-                    acts[games[rows]] = self._agents[index].act(obs[rows], masks[rows])
+                    chosen = self._agents[index].act(obs[rows], masks[rows])
+                    self._place_opponent_actions(games[rows], chosen, masks[rows])
             self._step(acts)
+
+    def _place_opponent_actions(self, games: np.ndarray, chosen, masks: np.ndarray) -> None:
+        """Check opponent actions against their masks and file them under their games."""
+        chosen = np.asarray(chosen)
+        if chosen.shape != games.shape or chosen.dtype.kind not in "iu":
+            raise ValueError(
+                f"an opponent returned actions of {chosen.dtype} {chosen.shape}; expected "
+                f"integers of shape {games.shape}"
+            )
+        bad = scatter_opponent_actions(games, chosen.astype(np.int64, copy=False), masks,
+                                       self._actions)
+        if bad >= 0:
+            game = int(games[bad])
+            raise IllegalActionError(illegal_action_message(self.batch, game, int(chosen[bad])))
 
     def _refresh_masks(self) -> None:
         batch = self.batch

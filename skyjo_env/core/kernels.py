@@ -566,13 +566,23 @@ def step_batch(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final
         legal_mask_into(b, slot_state, game, params, mask)
         if not mask[action]:
             return b
+    apply_actions(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_grid,
+                  final_state, params, deck, actions, events)
+    return -1
+
+
+@jit
+def apply_actions(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_grid,
+                  final_state, params, deck, actions, events):
+    """`step_batch` without its legality check, for callers that checked every action
+    against a mask of `legal_mask_into` already. ``events`` (int32 (B,)) gets each game's
+    event bits (0 where ``actions`` is -1)."""
     for b in range(game.shape[0]):
         events[b] = 0
         if actions[b] >= 0:
             events[b] = apply_action(grid, slot_state, draw_pile, discard_pile, game, seat,
                                      rng, final_grid, final_state, params, deck, b,
                                      actions[b])
-    return -1
 
 
 @jit

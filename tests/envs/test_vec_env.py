@@ -195,3 +195,38 @@ def test_vec_env__learner_seat_is_to_act_after_every_step():
         game = venv.games.batch.game
         np.testing.assert_array_equal(game[:, CURRENT], venv.learner_seat)
         venv.step(sample_legal(venv.action_masks(), rng))
+
+
+class _Blind(RandomAgent):
+    """A random agent that says it reads its observations (so the env encodes them)."""
+
+    reads_observations = True
+
+
+def test_vec_env__skipping_unread_opponent_observations_changes_no_game():
+    def run(opponent):
+        venv = SkyjoVecEnv(16, num_players=3, opponents=opponent, seed=4)
+        observations = [venv.reset()]
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            observations.append(venv.step(sample_legal(venv.action_masks(), rng))[0])
+        return np.stack(observations)
+
+    np.testing.assert_array_equal(run(RandomAgent(3)), run(_Blind(3)))
+
+
+class _Cheat:
+    """Plays the first action the mask forbids."""
+
+    name = "cheat"
+
+    def act(self, observations, action_masks):
+        return np.argmin(action_masks, axis=1)
+
+
+def test_vec_env__illegal_opponent_action_raises_naming_the_game():
+    venv = SkyjoVecEnv(4, num_players=2, opponents=_Cheat(), seed=0)
+    with pytest.raises(IllegalActionError, match="game"):
+        venv.reset()
+        for _ in range(5):
+            venv.step(sample_legal(venv.action_masks(), np.random.default_rng(0)))
