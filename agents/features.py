@@ -9,8 +9,8 @@ place, the discard top and the held card:
 ========================  ======  ===========================================================
 feature                   size    content (per own slot ``s``, card ``c``)
 ========================  ======  ===========================================================
-``discard_matches``       S       face-up column-mates of ``s`` equal to the discard top,
-                                  / (rows - 1)
+``discard_matches``       S       face-up column-mates of ``s`` (row-mates when only rows
+                                  clear) equal to the discard top, / their number
 ``discard_clears``        S       1 where placing the discard top at ``s`` clears a line
 ``discard_drop``          S       expected points the own grid loses by placing the discard
                                   top at ``s`` (face-down cards at the unseen mean, cleared
@@ -84,8 +84,9 @@ class GridFeatures(torch.nn.Module):
         self.slices = layout.describe()
         self.scale = layout.value_scale
         self.num_slots = rules.num_slots
-        self.mates = line_mates(rules)
-        for index, mates in enumerate(self.mates):
+        kinds = line_mates(rules)
+        self.num_line_kinds = len(kinds)
+        for index, mates in enumerate(kinds):
             self.register_buffer(f"_mates{index}", torch.as_tensor(mates), persistent=False)
         values = rules.card_values.astype(np.int64)
         self.register_buffer("_values", torch.as_tensor(values, dtype=torch.float32),
@@ -126,7 +127,7 @@ class GridFeatures(torch.nn.Module):
         has_held = self._piece(obs, "has_held_card") > 0.5
 
         lines = []
-        for index in range(len(self.mates)):
+        for index in range(self.num_line_kinds):
             mates = getattr(self, f"_mates{index}")
             lines.append((values[:, mates], face_up[:, mates]))  # (N, S, L-1) each
 

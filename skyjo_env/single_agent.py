@@ -114,16 +114,20 @@ def gather_opponent_views(learner_seat, over, encode, games, observers, grid, sl
 
 
 @jit
+def is_allowed(masks, row, action):
+    """Whether ``action`` is an action id that row ``row`` of ``masks`` (bool (R, A)) allows."""
+    return 0 <= action < masks.shape[1] and masks[row, action]
+
+
+@jit
 def scatter_opponent_actions(games, chosen, masks, actions):
     """Write opponent ``chosen[k]`` (int (K,)) to ``actions[games[k]]`` (int64 (N,)) after
     checking it against ``masks[k]`` (bool (>=K, A)); returns the first bad ``k``, or -1
     (then nothing after it was written)."""
-    num_actions = masks.shape[1]
     for k in range(games.shape[0]):
-        action = chosen[k]
-        if action < 0 or action >= num_actions or not masks[k, action]:
+        if not is_allowed(masks, k, chosen[k]):
             return k
-        actions[games[k]] = action
+        actions[games[k]] = chosen[k]
     return -1
 
 
@@ -135,18 +139,15 @@ def check_learner_actions(actions, masks, over, out):
     bool (N, A)), or -1. ``out`` holds -1 for that game and every later illegal one.
     """
     first = -1
-    num_actions = masks.shape[1]
     for b in range(actions.shape[0]):
         if over[b]:
             out[b] = -1
-            continue
-        action = actions[b]
-        if action < 0 or action >= num_actions or not masks[b, action]:
+        elif is_allowed(masks, b, actions[b]):
+            out[b] = actions[b]
+        else:
             out[b] = -1
             if first < 0:
                 first = b
-        else:
-            out[b] = action
     return first
 
 
@@ -207,6 +208,20 @@ def next_streams(rng, which):
     for k in range(which.shape[0]):
         out[k] = kernels.next_random(rng, which[k])
     return out
+
+
+def integer_actions(actions, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """``actions`` as int64 after checking they are integers of ``shape``.
+
+    Raises:
+        ValueError: Naming ``what`` and the dtype and shape received.
+    """
+    actions = np.asarray(actions)
+    if actions.shape != shape or actions.dtype.kind not in "iu":
+        raise ValueError(
+            f"{what} must be integers of shape {shape}, got {actions.dtype} {actions.shape}"
+        )
+    return actions.astype(np.int64, copy=False)
 
 
 def start_from_streams(state: BatchState, which: np.ndarray, streams: np.ndarray) -> None:
@@ -422,14 +437,7 @@ class LearnerGames:
                 (nothing changed), or an illegal opponent action (in any mode).
             ValueError: ``actions`` are not integers of shape (N,).
         """
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_games,) or actions.dtype.kind not in "iu":
-            raise ValueError(
-                f"actions must be integers of shape ({self.num_games},), got {actions.dtype} "
-                f"{actions.shape}"
-            )
-        if actions.dtype != np.int64:
-            actions = actions.astype(np.int64)
+        actions = integer_actions(actions, (self.num_games,), "actions")
         acts = self._actions
         first = check_learner_actions(actions, self.masks, self.over, acts)
         if first >= 0:
@@ -484,14 +492,8 @@ class LearnerGames:
 
     def _place_opponent_actions(self, games: np.ndarray, chosen, masks: np.ndarray) -> None:
         """Check opponent actions against their masks and file them under their games."""
-        chosen = np.asarray(chosen)
-        if chosen.shape != games.shape or chosen.dtype.kind not in "iu":
-            raise ValueError(
-                f"an opponent returned actions of {chosen.dtype} {chosen.shape}; expected "
-                f"integers of shape {games.shape}"
-            )
-        bad = scatter_opponent_actions(games, chosen.astype(np.int64, copy=False), masks,
-                                       self._actions)
+        chosen = integer_actions(chosen, games.shape, "an opponent's actions")
+        bad = scatter_opponent_actions(games, chosen, masks, self._actions)
         if bad >= 0:
             game = int(games[bad])
             raise IllegalActionError(illegal_action_message(self.batch, game, int(chosen[bad])))

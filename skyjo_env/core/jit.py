@@ -21,10 +21,10 @@ from numba.core.caching import NullCache
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def source_digest(*extra_files: Path) -> str:
-    """SHA-256 over every ``.py`` file of `skyjo_env` (sorted) and ``extra_files``."""
+def source_digest() -> str:
+    """SHA-256 over every ``.py`` file of `skyjo_env` (sorted)."""
     digest = hashlib.sha256()
-    for path in [*sorted(PACKAGE_ROOT.rglob("*.py")), *map(Path, extra_files)]:
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
