@@ -1,19 +1,18 @@
-"""Agents for skyjo-rl: baselines, the agent registry and tournaments.
+"""Agents for skyjo-rl: baselines, PPO, the agent registry, evaluation and the command lines.
 
 `make_agent` builds an agent from a spec (``random``, ``greedy``, ``ev``,
 ``package.module:Class``, ``ppo:PATH``); `play_tournament` and `evaluate_agents` pit agents
 against each other over duplicated, seat-rotated deals.
 """
 
-from agents.registry import AgentSpecError, make_agent
-from agents.tournament import (
-    AgentActionError,
+from agents.evaluation.games import AgentActionError, play_games
+from agents.evaluation.tournament import (
     AgentStats,
     TournamentResult,
     evaluate_agents,
-    play_games,
     play_tournament,
 )
+from agents.registry import AgentSpecError, make_agent
 from skyjo_env.protocol import Agent, RandomAgent
 
 _HEURISTICS = ("EVAgent", "GreedyAgent")
@@ -22,7 +21,7 @@ _HEURISTICS = ("EVAgent", "GreedyAgent")
 def __getattr__(name: str):
     # the heuristics load on first use, so a problem there never breaks `import agents`
     if name in _HEURISTICS:
-        from agents import heuristics
+        from agents.baselines import heuristics
 
         return getattr(heuristics, name)
     raise AttributeError(f"module 'agents' has no attribute {name!r}")

@@ -6,8 +6,8 @@ A spec is one of:
 spec                            agent
 ==============================  ===============================================================
 ``random``                      `skyjo_env.protocol.RandomAgent` (uniform over legal actions)
-``greedy``                      `agents.heuristics.GreedyAgent`
-``ev``                          `agents.heuristics.EVAgent`
+``greedy``                      `agents.baselines.heuristics.GreedyAgent`
+``ev``                          `agents.baselines.heuristics.EVAgent`
 ``package.module:ClassName``    any class following the `Agent` protocol; built with
                                 ``cls(rules=rules, seed=seed)`` when its signature takes
                                 those, else ``cls()``
@@ -30,8 +30,8 @@ from skyjo_env.protocol import Agent, RandomAgent
 #: Named baselines: spec -> (module, class name), imported on demand.
 BUILTIN_AGENTS: dict[str, tuple[str, str] | None] = {
     "random": None,
-    "greedy": ("agents.heuristics", "GreedyAgent"),
-    "ev": ("agents.heuristics", "EVAgent"),
+    "greedy": ("agents.baselines.heuristics", "GreedyAgent"),
+    "ev": ("agents.baselines.heuristics", "EVAgent"),
 }
 
 VALID_FORMS = (

@@ -1,9 +1,9 @@
 """Tournament throughput: full 2-player games per second, greedy vs ev.
 
-Plays ``--games`` full games (to the target score) through `agents.tournament.play_tournament`
+Plays ``--games`` full games (to the target score) through `agents.evaluation.tournament.play_tournament`
 ``--repeats`` times after a compile warm-up, and prints the median games per second, the
 projected time of a 10,000-game evaluation and whether it meets the target of under 60 s.
-Falls back to random vs random (and says so) when `agents.heuristics` is missing.
+Falls back to random vs random (and says so) when `agents.baselines.heuristics` is missing.
 
     python benchmarks/eval_throughput.py [--games 2000] [--repeats 3]
 """
@@ -16,7 +16,8 @@ import platform
 import statistics
 import time
 
-from agents.tournament import agent_seed, play_tournament
+from agents.evaluation.games import agent_seed
+from agents.evaluation.tournament import play_tournament
 from skyjo_env.core.rules import SkyjoRules
 
 TARGET_GAMES = 10_000
@@ -26,12 +27,12 @@ TARGET_SECONDS = 60.0
 def _agents(rules: SkyjoRules, seed: int):
     """``(agents, label, note)``: greedy vs ev, or random vs random without heuristics."""
     try:
-        from agents.heuristics import EVAgent, GreedyAgent
+        from agents.baselines.heuristics import EVAgent, GreedyAgent
     except ImportError as error:
         from skyjo_env.protocol import RandomAgent
 
         agents = [RandomAgent(agent_seed(seed, 0)), RandomAgent(agent_seed(seed, 1))]
-        note = f"agents.heuristics unavailable ({error}); measured random vs random instead"
+        note = f"agents.baselines.heuristics unavailable ({error}); measured random vs random instead"
         return agents, "random vs random", note
     agents = [GreedyAgent(rules, seed=agent_seed(seed, 0)), EVAgent(rules, seed=agent_seed(seed, 1))]
     return agents, "greedy vs ev", None

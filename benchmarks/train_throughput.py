@@ -3,7 +3,7 @@
 Both run sb3-contrib MaskablePPO on the same batched `SkyjoVecEnv` (2 players, opponent
 pool of the default config) with one torch thread, measured side by side in one process:
 
-* ``skyjo-rl default``: the `agents.training.TrainConfig` defaults (the table prints them),
+* ``skyjo-rl default``: the `agents.ppo.config.TrainConfig` defaults (the table prints them),
   built through `Trainer` exactly as ``train.py`` builds them (VecMonitor + shaping).
 * ``SB3 defaults``: MaskablePPO's own defaults (n_steps 2048, batch 64, 10 epochs, 64x64
   tanh networks) on the same env with 8 games, as a user following the SB3 docs would.
@@ -46,7 +46,8 @@ def main() -> None:
 
     from sb3_contrib import MaskablePPO
 
-    from agents.training import TrainConfig, Trainer
+    from agents.ppo.config import TrainConfig
+    from agents.ppo.training import Trainer
 
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

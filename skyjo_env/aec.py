@@ -1,4 +1,4 @@
-"""PettingZoo AEC environment over the rules engine, and the reward definition every view shares.
+"""PettingZoo AEC environment over the rules engine.
 
 `env()` returns the wrapped environment (`OrderEnforcingWrapper` over
 `AssertOutOfBoundsWrapper` over `SkyjoAECEnv`); `raw_env()` the bare one. Both build their
@@ -12,9 +12,7 @@
         action = None if termination or truncation else my_policy(observation)
         game.step(action)
 
-The reward functions here (`round_rewards`, `game_end_rewards`, and the compiled
-`seat_rewards_into` used by the batched views) are the single definition of reward for the
-AEC env, the single-agent Gymnasium view and the training VecEnv.
+Rewards come from `skyjo_env.rewards`, the one definition every view shares.
 """
 
 from __future__ import annotations
@@ -47,228 +45,21 @@ from skyjo_env.core.jit import jit
 from skyjo_env.core.layout import (
     CURRENT,
     EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
     EVENT_TRUNCATED,
-    ROUND_SCORE,
-    TOTAL,
 )
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.encoding import ROUND_SCORE_SCALE, ObservationEncoder, encode_into
+from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
 from skyjo_env.render import render_ansi
-
-EPISODE_MODES = ("game", "round")
-ILLEGAL_ACTION_MODES = ("raise", "penalize")
-
-#: Round scores are divided by this in the round reward.
-REWARD_SCORE_SCALE = 100.0
-#: The winners share +WIN_REWARD at game end, the other seats share -WIN_REWARD.
-WIN_REWARD = 1.0
-
-
-# ---------------------------------------------------------------- configuration helpers
-
-
-def resolve_rules(rules: SkyjoRules | None, rule_kwargs: dict[str, Any]) -> SkyjoRules:
-    """The rules to play: ``rules`` itself, or ``SkyjoRules(**rule_kwargs)`` when None.
-
-    Raises:
-        ValueError: Both ``rules`` and rule keyword arguments were given, a keyword is not a
-            `SkyjoRules` field, or a value is invalid.
-    """
-    if rules is None:
-        return SkyjoRules.from_dict(dict(rule_kwargs))
-    if not isinstance(rules, SkyjoRules):
-        raise ValueError(f"rules must be a SkyjoRules or None, got {type(rules).__name__}")
-    if rule_kwargs:
-        return rules.replace(**rule_kwargs)
-    return rules
-
-
-def check_episode_options(episode: str, illegal_action: str, illegal_penalty: float) -> None:
-    """Validate the options shared by every env view.
-
-    Raises:
-        ValueError: ``episode`` is not ``"game"``/``"round"``, ``illegal_action`` is not
-            ``"raise"``/``"penalize"``, or ``illegal_penalty`` is not a finite number.
-    """
-    if episode not in EPISODE_MODES:
-        raise ValueError(f"episode={episode!r} is invalid: allowed 'game' or 'round'")
-    if illegal_action not in ILLEGAL_ACTION_MODES:
-        raise ValueError(
-            f"illegal_action={illegal_action!r} is invalid: allowed 'raise' or 'penalize'"
-        )
-    if not isinstance(illegal_penalty, (int, float, np.integer, np.floating)) or not np.isfinite(
-        illegal_penalty
-    ):
-        raise ValueError(f"illegal_penalty={illegal_penalty!r} is invalid: allowed a finite number")
-
-
-def engine_rules(rules: SkyjoRules, episode: str) -> SkyjoRules:
-    """The rules the engine runs for an episode mode.
-
-    ``"round"`` episodes are one-round games: the engine runs with ``max_rounds=1``, so the
-    game (and the episode) ends with the first round and the final grids stay in place.
-    """
-    return rules.replace(max_rounds=1) if episode == "round" else rules
-
-
-def observation_bounds(rules: SkyjoRules) -> tuple[np.ndarray, np.ndarray]:
-    """Finite lower and upper bounds of every entry of the observation vector.
-
-    Card values lie in [-1, 1] after scaling, indicators and fractions in [0, 1]; visible
-    round scores within the sums of S extreme cards; total scores within what
-    ``max_rounds`` (or, without a cap, 1000 rounds) of extreme, penalised round scores can
-    reach. The bounds are loose on purpose: they only have to contain every observation.
-
-    Returns:
-        ``(low, high)``, float32 arrays of shape (observation size,).
-    """
-    layout = ObservationEncoder(rules).layout
-    slices = layout.describe()
-    # every other piece is an indicator or a fraction in [0, 1]; the PettingZoo, Gymnasium
-    # and SB3 checkers in the tests verify the bounds on played games
-    low = np.zeros(layout.size, np.float32)
-    high = np.ones(layout.size, np.float32)
-    for name in ("own_values", "opponent_values", "discard_top", "held_card"):
-        low[slices[name]] = -1.0
-    slots = rules.num_slots
-    min_card, max_card = int(rules.card_values.min()), int(rules.card_values.max())
-    low[slices["visible_round_scores"]] = min(0, slots * min_card) / ROUND_SCORE_SCALE
-    high[slices["visible_round_scores"]] = max(0, slots * max_card) / ROUND_SCORE_SCALE
-    m, f = rules.finisher_multiplier, rules.finisher_flat_penalty
-
-    def penalised(s: int) -> list[int]:
-        return [s, s * m, s + f, (s + f) * m, s * m + f]
-
-    round_low = min(0, *penalised(slots * min_card))
-    round_high = max(0, *penalised(slots * max_card))
-    rounds = rules.max_rounds or 1000
-    target = rules.target_score
-    low[slices["total_scores"]] = rounds * round_low / target
-    # a game ends in the round a total reaches the target: below target + one round
-    high[slices["total_scores"]] = (target + round_high) / target
-    return low, high
-
-
-def observation_box(rules: SkyjoRules) -> spaces.Box:
-    """The observation vector's space: ``Box(low, high, (size,), float32)``."""
-    low, high = observation_bounds(rules)
-    return spaces.Box(low=low, high=high, dtype=np.float32)
-
-
-# ---------------------------------------------------------------- rewards
-
-
-@jit
-def seat_rewards_into(event, seat, b, game_bonus, out):
-    """Write every seat's reward for one step of game ``b`` into ``out`` (float64 (P,)).
-
-    Args:
-        event: The step's event bits for game ``b`` (``EVENT_*``).
-        seat: int32 (B, P, NUM_SEAT_FIELDS), the engine's per-seat counters after the step.
-        b: The game.
-        game_bonus: Whether the game-end placement reward applies (``"game"`` episodes).
-        out: float64 (P,), overwritten (zeros when nothing was scored).
-
-    Returns:
-        True if any reward is non-zero.
-    """
-    players = out.shape[0]
-    out[:] = 0.0
-    if event == 0 or (event & EVENT_TRUNCATED) != 0:
-        # a truncated round is not scored, and a truncated game has no winner
-        return False
-    if (event & EVENT_ROUND_ENDED) != 0:
-        total = 0.0
-        for p in range(players):
-            total += seat[b, p, ROUND_SCORE]
-        for p in range(players):
-            own = float(seat[b, p, ROUND_SCORE])
-            others = (total - own) / (players - 1)
-            out[p] = -(own - others) / REWARD_SCORE_SCALE
-    if game_bonus and (event & EVENT_GAME_ENDED) != 0:
-        best = seat[b, 0, TOTAL]
-        for p in range(1, players):
-            if seat[b, p, TOTAL] < best:
-                best = seat[b, p, TOTAL]
-        k = 0
-        for p in range(players):
-            if seat[b, p, TOTAL] == best:
-                k += 1
-        if k < players:
-            for p in range(players):
-                if seat[b, p, TOTAL] == best:
-                    out[p] += WIN_REWARD / k
-                else:
-                    out[p] -= WIN_REWARD / (players - k)
-    return True
-
-
-def round_rewards(round_scores: np.ndarray) -> np.ndarray:
-    """The round reward of every seat, from the round's scores (penalty included).
-
-    ``reward[p] = -(round_scores[p] - mean of the other seats' round_scores) / 100``: a
-    seat that scored fewer points than the others on average gets a positive reward. The
-    rewards of a round sum to zero.
-
-    Args:
-        round_scores: int or float array (P,).
-
-    Returns:
-        float64 array (P,).
-    """
-    scores = np.asarray(round_scores, dtype=np.float64)
-    players = scores.shape[0]
-    others = (scores.sum() - scores) / (players - 1)
-    return -(scores - others) / REWARD_SCORE_SCALE
-
-
-def game_end_rewards(total_scores: np.ndarray) -> np.ndarray:
-    """The placement reward at the end of a game, from the final totals.
-
-    The ``k`` seats with the lowest total share ``+1`` (``+1/k`` each), the other ``P - k``
-    seats share ``-1`` (``-1/(P-k)`` each); when every seat ties, all get 0. The rewards sum
-    to zero.
-
-    Args:
-        total_scores: int array (P,).
-
-    Returns:
-        float64 array (P,).
-    """
-    totals = np.asarray(total_scores)
-    players = totals.shape[0]
-    won = totals == totals.min()
-    k = int(won.sum())
-    if k == players:
-        return np.zeros(players)
-    return np.where(won, WIN_REWARD / k, -WIN_REWARD / (players - k))
-
+from skyjo_env.rewards import seat_rewards_into
+from skyjo_env.view_options import (
+    check_episode_options,
+    engine_rules,
+    observation_box,
+    resolve_rules,
+)
 
 # ---------------------------------------------------------------- the AEC env
 
-
-def view_arguments(batch, encoder: ObservationEncoder) -> tuple:
-    """The state and encoder arguments that the compiled views (`observe_into`, and the
-    batched helpers of `skyjo_env.single_agent`) take after their own leading ones:
-    ``grid, slot_state, discard_pile, game, seat, params, card_values, card_counts,
-    value table, value_scale, deck_size, target_score, unseen scratch``."""
-    rules = batch.rules
-    return (
-        batch.grid,
-        batch.slot_state,
-        batch.discard_pile,
-        batch.game,
-        batch.seat,
-        batch.params,
-        rules.card_values,
-        rules.card_counts,
-        kernels.value_index_table(rules.card_values),
-        encoder.layout.value_scale,
-        float(rules.deck_size),
-        float(rules.target_score),
-        np.empty(rules.card_values.size, np.int32),
-    )
 
 _JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 
@@ -709,18 +500,4 @@ def env(
     return _OrderEnforcing(_AssertOutOfBounds(game))
 
 
-__all__ = [
-    "EPISODE_MODES",
-    "ILLEGAL_ACTION_MODES",
-    "SkyjoAECEnv",
-    "check_episode_options",
-    "engine_rules",
-    "env",
-    "game_end_rewards",
-    "observation_bounds",
-    "observation_box",
-    "raw_env",
-    "resolve_rules",
-    "round_rewards",
-    "seat_rewards_into",
-]
+__all__ = ["SkyjoAECEnv", "env", "raw_env"]

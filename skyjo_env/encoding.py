@@ -315,3 +315,64 @@ class ObservationEncoder:
     def decode(self, observations: np.ndarray) -> dict[str, np.ndarray]:
         """Named arrays in card units (see `ObservationLayout.decode`)."""
         return self.layout.decode(observations)
+
+
+def view_arguments(batch, encoder: ObservationEncoder) -> tuple:
+    """The state and encoder arguments that the compiled views (`observe_into`, and the
+    batched helpers of `skyjo_env.learner_games`) take after their own leading ones:
+    ``grid, slot_state, discard_pile, game, seat, params, card_values, card_counts,
+    value table, value_scale, deck_size, target_score, unseen scratch``."""
+    rules = batch.rules
+    return (
+        batch.grid,
+        batch.slot_state,
+        batch.discard_pile,
+        batch.game,
+        batch.seat,
+        batch.params,
+        rules.card_values,
+        rules.card_counts,
+        value_index_table(rules.card_values),
+        encoder.layout.value_scale,
+        float(rules.deck_size),
+        float(rules.target_score),
+        np.empty(rules.card_values.size, np.int32),
+    )
+
+
+def observation_bounds(rules: SkyjoRules) -> tuple[np.ndarray, np.ndarray]:
+    """Finite lower and upper bounds of every entry of the observation vector.
+
+    Card values lie in [-1, 1] after scaling, indicators and fractions in [0, 1]; visible
+    round scores within the sums of S extreme cards; total scores within what
+    ``max_rounds`` (or, without a cap, 1000 rounds) of extreme, penalised round scores can
+    reach. The bounds are loose on purpose: they only have to contain every observation.
+
+    Returns:
+        ``(low, high)``, float32 arrays of shape (observation size,).
+    """
+    layout = ObservationLayout(rules)
+    slices = layout.describe()
+    # every other piece is an indicator or a fraction in [0, 1]; the PettingZoo, Gymnasium
+    # and SB3 checkers in the tests verify the bounds on played games
+    low = np.zeros(layout.size, np.float32)
+    high = np.ones(layout.size, np.float32)
+    for name in ("own_values", "opponent_values", "discard_top", "held_card"):
+        low[slices[name]] = -1.0
+    slots = rules.num_slots
+    min_card, max_card = int(rules.card_values.min()), int(rules.card_values.max())
+    low[slices["visible_round_scores"]] = min(0, slots * min_card) / ROUND_SCORE_SCALE
+    high[slices["visible_round_scores"]] = max(0, slots * max_card) / ROUND_SCORE_SCALE
+    m, f = rules.finisher_multiplier, rules.finisher_flat_penalty
+
+    def penalised(s: int) -> list[int]:
+        return [s, s * m, s + f, (s + f) * m, s * m + f]
+
+    round_low = min(0, *penalised(slots * min_card))
+    round_high = max(0, *penalised(slots * max_card))
+    rounds = rules.max_rounds or 1000
+    target = rules.target_score
+    low[slices["total_scores"]] = rounds * round_low / target
+    # a game ends in the round a total reaches the target: below target + one round
+    high[slices["total_scores"]] = (target + round_high) / target
+    return low, high

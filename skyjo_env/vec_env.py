@@ -26,12 +26,12 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from skyjo_env.aec import observation_box, resolve_rules
 from skyjo_env.core.layout import ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.learner_games import LearnerGames, Opponents, opponent_seed
 from skyjo_env.protocol import RandomAgent
 from skyjo_env.render import render_ansi
-from skyjo_env.single_agent import LearnerGames, Opponents, opponent_seed
+from skyjo_env.view_options import observation_box, resolve_rules
 
 
 class SkyjoVecEnv(VecEnv):

@@ -7,7 +7,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from agents.features import (
+from agents.ppo.features import (
     SLOT_FEATURES,
     GridFeatures,
     GridFeaturesExtractor,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents import heuristics
-from agents.heuristics import EVAgent, GreedyAgent
+from agents.baselines import heuristics
+from agents.baselines.heuristics import EVAgent, GreedyAgent
 from skyjo_env.core import SkyjoRules, legal_action_mask, load_rules, new_batch, reset, step
 from skyjo_env.core.layout import DISCARD_SIZE, DRAW_SIZE, HIDDEN
 from skyjo_env.encoding import ObservationEncoder

@@ -103,7 +103,7 @@ def test_make_agent__import_path_without_arguments(fake_module):
 
 
 def test_make_agent__builtin_class_by_import_path():
-    agent = make_agent("agents.heuristics:GreedyAgent", RULES, 0)
+    agent = make_agent("agents.baselines.heuristics:GreedyAgent", RULES, 0)
     assert agent.name == "greedy"
 
 

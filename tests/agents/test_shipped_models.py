@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.ppo import load_ppo_agent, read_metadata
+from agents.evaluation.tournament import play_tournament
+from agents.ppo.checkpoint import read_metadata
+from agents.ppo.policy import load_ppo_agent
 from agents.registry import make_agent
-from agents.tournament import play_tournament
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import OBSERVATION_VERSION
 

@@ -7,20 +7,21 @@ import zlib
 import numpy as np
 import pytest
 
-from agents.heuristics import EVAgent, GreedyAgent
-from agents.tournament import (
+from agents.baselines.heuristics import EVAgent, GreedyAgent
+from agents.evaluation.games import (
     AgentActionError,
     agent_seed,
     deal_seeds,
     display_names,
-    evaluate_agents,
-    mean_confidence_interval,
     play_games,
-    play_tournament,
+)
+from agents.evaluation.statistics import (
+    mean_confidence_interval,
     t_quantile_975,
     wilson_interval,
     win_rate_interval,
 )
+from agents.evaluation.tournament import evaluate_agents, play_tournament
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.protocol import RandomAgent

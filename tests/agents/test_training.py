@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 import yaml
 
-from agents.evaluate_cli import main as evaluate_main
-from agents.ppo import CheckpointError, PPOAgent, load_ppo_agent, read_metadata
-from agents.training import TrainConfig, Trainer, load_train_config, train
+from agents.cli.evaluate import main as evaluate_main
+from agents.ppo.checkpoint import CheckpointError, read_metadata
+from agents.ppo.config import TrainConfig, load_train_config
+from agents.ppo.policy import PPOAgent, load_ppo_agent
+from agents.ppo.training import Trainer, train
 from skyjo_env.core.rules import SkyjoRules, load_rules
 from skyjo_env.encoding import OBSERVATION_VERSION
 
@@ -226,7 +228,7 @@ def test_train_cli__resume_after_a_killed_run(tmp_path):
 
 
 def test_train_cli__refuses_to_overwrite_or_resume_nothing(tmp_path, capsys):
-    from agents.train_cli import main
+    from agents.cli.train import main
 
     assert main(["--run-dir", str(tmp_path / "empty"), "--resume"]) == 2
     assert "nothing to resume" in capsys.readouterr().err
@@ -237,7 +239,7 @@ def test_train_cli__refuses_to_overwrite_or_resume_nothing(tmp_path, capsys):
 
 
 def test_train_cli__corrupt_checkpoint_on_resume_is_a_clear_error(tmp_path, capsys):
-    from agents.train_cli import main
+    from agents.cli.train import main
 
     run_dir = tmp_path / "run"
     (run_dir / "checkpoints").mkdir(parents=True)
@@ -248,7 +250,7 @@ def test_train_cli__corrupt_checkpoint_on_resume_is_a_clear_error(tmp_path, caps
 
 
 def test_train_cli__bad_config_is_a_clear_error(tmp_path, capsys):
-    from agents.train_cli import main
+    from agents.cli.train import main
 
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"n_envs": 4, "learning_rat": 0.1}))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.evaluate_cli import main
+from agents.cli.evaluate import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,7 +115,7 @@ def test_main__rules_file_and_online_preset(tmp_path):
         (["--agents", "random", "wizard"], "unknown agent spec 'wizard'"),
         (["--agents", "random", "no_such_pkg.mod:Agent"], "cannot import module"),
         (["--agents", "random", "agents.registry:NoSuchClass"], "no attribute 'NoSuchClass'"),
-        (["--agents", "random", "agents.tournament:GameRecords"], "constructing GameRecords"),
+        (["--agents", "random", "agents.evaluation.games:GameRecords"], "constructing GameRecords"),
         (["--agents", "random", "argparse:Namespace"], "Namespace has no act() method"),
         (["--agents", "random", "ppo:/no/such/checkpoint.zip"], "does not exist"),
         (["--agents", "random", "random", "--rules", "no-such-preset"], "unknown rules preset"),

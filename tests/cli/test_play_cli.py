@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from agents.play import main
+from agents.cli.play import main
 
 
 def _scripted(answers):

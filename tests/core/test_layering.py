@@ -27,7 +27,8 @@ def _imported_after(statement: str) -> list[str]:
         ("import skyjo_env.core", ()),
         ("import skyjo_env", ()),
         ("from skyjo_env import env", ("gymnasium", "pettingzoo")),
-        ("from skyjo_env import SkyjoGymEnv", ("gymnasium", "pettingzoo")),
+        ("from skyjo_env import SkyjoGymEnv", ("gymnasium",)),
+        ("import skyjo_env.rewards, skyjo_env.learner_games", ()),
     ],
 )
 def test_layering__engine_and_envs_import_nothing_above_them(statement, allowed):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from skyjo_env.core.layout import ROUND_SCORE
+from skyjo_env.core.layout import (
+    EVENT_GAME_ENDED,
+    EVENT_ROUND_ENDED,
+    NUM_SEAT_FIELDS,
+    ROUND_SCORE,
+    TOTAL,
+)
+from skyjo_env.rewards import seat_rewards_into
 
 
 def pick_from(observation: np.ndarray, mask: np.ndarray) -> int:
@@ -39,27 +46,28 @@ class PickAgent:
         )
 
 
+def _rewards_of(event: int, round_scores, totals, game_bonus: bool) -> np.ndarray:
+    """Every seat's reward for one step, from the one reward definition (`skyjo_env.rewards`)."""
+    players = len(round_scores)
+    seat = np.zeros((1, players, NUM_SEAT_FIELDS), np.int32)
+    seat[0, :, ROUND_SCORE] = round_scores
+    seat[0, :, TOTAL] = totals
+    out = np.zeros(players)
+    seat_rewards_into(event, seat, 0, game_bonus, out)
+    return out
+
+
 def expected_round_rewards(round_scores) -> np.ndarray:
-    """The documented round reward, written out independently of the env code."""
-    scores = np.asarray(round_scores, dtype=np.float64)
-    players = len(scores)
-    return np.array(
-        [
-            -(scores[p] - (scores.sum() - scores[p]) / (players - 1)) / 100.0
-            for p in range(players)
-        ]
-    )
+    """The round reward of every seat for a round with these scores (float64 (P,))."""
+    return _rewards_of(EVENT_ROUND_ENDED, round_scores, np.zeros(len(round_scores)), False)
 
 
 def expected_game_rewards(totals) -> np.ndarray:
-    """The documented placement reward, written out independently of the env code."""
+    """The placement reward of every seat at a game end with these totals (float64 (P,))."""
     totals = np.asarray(totals)
-    players = len(totals)
-    winners = [p for p in range(players) if totals[p] == totals.min()]
-    k = len(winners)
-    if k == players:
-        return np.zeros(players)
-    return np.array([1.0 / k if p in winners else -1.0 / (players - k) for p in range(players)])
+    return (
+        _rewards_of(EVENT_ROUND_ENDED | EVENT_GAME_ENDED, np.zeros(len(totals)), totals, True)
+    )
 
 
 def advance_to(game, learner: str) -> float:

@@ -10,10 +10,20 @@ from pettingzoo.test import api_test, seed_test
 from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, OrderEnforcingWrapper
 
 from skyjo_env import IllegalActionError, env, load_rules, raw_env
-from skyjo_env.aec import game_end_rewards, round_rewards
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import CURRENT, PHASE, ROUND, TOTAL
+from skyjo_env.core.layout import (
+    CURRENT,
+    EVENT_GAME_ENDED,
+    EVENT_ROUND_ENDED,
+    EVENT_TRUNCATED,
+    NUM_SEAT_FIELDS,
+    PHASE,
+    ROUND,
+    ROUND_SCORE,
+    TOTAL,
+)
 from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.rewards import seat_rewards_into
 
 from .helpers import (
     expected_game_rewards,
@@ -178,12 +188,21 @@ def test_aec__every_round_reward_matches_the_round_scores():
     assert checked >= 2
 
 
-def test_aec__reward_helpers_follow_the_formula():
-    np.testing.assert_allclose(round_rewards([10, 30]), [0.2, -0.2])
-    np.testing.assert_allclose(round_rewards([10, 20, 30]), [0.15, 0.0, -0.15])
-    np.testing.assert_allclose(game_end_rewards([80, 101, 60, 60]), [-0.5, -0.5, 0.5, 0.5])
-    np.testing.assert_allclose(game_end_rewards([100, 100]), [0.0, 0.0])
-    np.testing.assert_allclose(game_end_rewards([101, 50, 70]), [-0.5, 1.0, -0.5])
+def test_rewards__known_answers_of_the_one_definition():
+    np.testing.assert_allclose(expected_round_rewards([10, 30]), [0.2, -0.2])
+    np.testing.assert_allclose(expected_round_rewards([10, 20, 30]), [0.15, 0.0, -0.15])
+    np.testing.assert_allclose(expected_game_rewards([80, 101, 60, 60]), [-0.5, -0.5, 0.5, 0.5])
+    np.testing.assert_allclose(expected_game_rewards([100, 100]), [0.0, 0.0])
+    np.testing.assert_allclose(expected_game_rewards([101, 50, 70]), [-0.5, 1.0, -0.5])
+
+
+def test_rewards__a_truncated_step_earns_nothing():
+    seat = np.zeros((1, 2, NUM_SEAT_FIELDS), np.int32)
+    seat[0, :, ROUND_SCORE] = [10, 30]
+    out = np.ones(2)
+    event = EVENT_ROUND_ENDED | EVENT_GAME_ENDED | EVENT_TRUNCATED
+    assert not seat_rewards_into(event, seat, 0, True, out)
+    np.testing.assert_array_equal(out, [0.0, 0.0])
 
 
 def test_aec__cumulative_reward_is_paid_when_the_agent_is_next_seen():

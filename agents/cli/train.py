@@ -1,4 +1,4 @@
-"""Command line of `train.py` / ``skyjo-train``: parse, load the config, call `agents.training.train`."""
+"""Command line of `train.py` / ``skyjo-train``: parse, load the config, call `agents.ppo.training.train`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from agents.ppo import CheckpointError
-from agents.training import load_train_config, train
+from agents.ppo.checkpoint import CheckpointError
+from agents.ppo.config import load_train_config
+from agents.ppo.training import train
 
 DEFAULT_RUN_DIR = "runs/default"
 

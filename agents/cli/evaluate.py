@@ -16,9 +16,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agents.evaluation.games import AgentActionError, agent_seed
+from agents.evaluation.report import format_table, write_reports
+from agents.evaluation.tournament import play_tournament
 from agents.registry import VALID_FORMS, make_agent
-from agents.report import format_table, write_reports
-from agents.tournament import AgentActionError, agent_seed, play_tournament
 from skyjo_env.core.rules import MAX_PLAYERS, load_rules
 
 PROG = "evaluate"

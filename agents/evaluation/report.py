@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_path
-from agents.tournament import TournamentResult
+from agents.evaluation.tournament import TournamentResult
 
 #: Column order of the CSV file (one row per agent position).
 CSV_FIELDS = (

@@ -29,297 +29,33 @@ least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the h
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import json
 import math
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
-from agents.ppo import (
-    PPOAgent,
+from agents.evaluation.tournament import play_tournament
+from agents.ppo.checkpoint import (
     check_compatible,
     checkpoint_metadata,
     load_model,
     read_metadata,
     save_checkpoint,
 )
+from agents.ppo.config import TrainConfig
+from agents.ppo.policy import PPOAgent
+from agents.ppo.pool import OpponentPool, frozen_copy
+from agents.ppo.shaping import shaping_wrapper
 from agents.registry import make_agent
-from agents.tournament import play_tournament
 from skyjo_env.core.rules import (
     SkyjoRules,
-    dataclass_from_dict,
-    load_rules,
-    read_yaml_mapping,
 )
 from skyjo_env.encoding import ObservationLayout
-
-OPPONENT_KINDS = ("random", "greedy", "ev", "self")
-ACTIVATIONS = ("relu", "tanh")
-FEATURES = ("raw", "grid")
-
-
-@dataclass
-class TrainConfig:
-    """Everything a training run depends on. YAML keys equal these field names."""
-
-    rules: str = "official"
-    """Rules preset name (configs/rules/) or path to a rules YAML file."""
-    num_players: int = 2
-    """Seats at the table (overrides the preset's num_players)."""
-    total_timesteps: int = 3_000_000
-    """Learner decisions to train for."""
-    seed: int = 0
-    """Master seed: games, learner seats, opponents, network initialisation."""
-    n_envs: int = 256
-    """Games stepped together in the batched VecEnv."""
-    n_steps: int = 64
-    """Steps per env per rollout (rollout size = n_envs * n_steps)."""
-    batch_size: int = 8192
-    """Minibatch size for the PPO update."""
-    n_epochs: int = 2
-    """Passes over each rollout."""
-    learning_rate: float = 5e-4
-    """Adam step size, decayed linearly to learning_rate_final."""
-    learning_rate_final: float = 1e-4
-    """Step size at the end of training."""
-    gamma: float = 1.0
-    """Discount factor per learner decision. Below 1, a losing learner gains by stalling
-    (postponing the round end), so the default does not discount."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_range: float = 0.2
-    """PPO clip range."""
-    ent_coef: float = 0.01
-    """Entropy bonus."""
-    vf_coef: float = 0.5
-    """Value loss weight."""
-    max_grad_norm: float = 0.5
-    """Gradient clipping."""
-    net_arch: list[int] = field(default_factory=lambda: [128, 128])
-    """Hidden layer sizes of the policy and value networks (separate networks)."""
-    activation: str = "relu"
-    """Hidden activation: relu or tanh (relu is much cheaper on a CPU)."""
-    features: str = "grid"
-    """Network input: ``raw`` (the observation) or ``grid`` (the observation plus the
-    column arithmetic of `agents.features.GridFeaturesExtractor`)."""
-    torch_threads: int = 1
-    """torch intra-op threads (1 is fastest on small shared machines)."""
-    opponent_mix: dict[str, float] = field(
-        default_factory=lambda: {"random": 0.1, "greedy": 0.3, "ev": 0.3, "self": 0.3}
-    )
-    """Probability of each opponent kind per game and seat (random, greedy, ev, self)."""
-    max_snapshots: int = 8
-    """Most frozen learner snapshots kept in the opponent pool (oldest dropped)."""
-    snapshot_min_score: float = 0.3
-    """Evaluation score (mean win rate vs eval_opponents) a new best must reach before it
-    joins the pool: weak early policies would only teach the learner to beat weak play."""
-    shaping: float = 1.0
-    """Weight of the potential-based shaping reward (0 = off); see `GridPotentialShaping`."""
-    imitation_teacher: str = "ev"
-    """Agent spec whose moves the policy clones before PPO (see `agents.imitation`)."""
-    imitation_games: int = 3000
-    """Full teacher self-play games recorded for the warm start (0 = start from scratch)."""
-    imitation_epochs: int = 4
-    """Passes over the recorded decisions."""
-    value_warmup_rollouts: int = 3
-    """After the warm start, rollouts during which only the value network learns, so the
-    first policy updates use sensible advantages instead of a random critic's."""
-    eval_interval: int = 500_000
-    """Learner decisions between evaluations (0 = only at the end)."""
-    eval_games: int = 400
-    """Full games per baseline in each evaluation (duplicated deals, seats rotated)."""
-    eval_opponents: list[str] = field(default_factory=lambda: ["greedy", "ev"])
-    """Agent specs evaluated against (all seats but the learner's)."""
-    checkpoint_interval: int = 250_000
-    """Learner decisions between checkpoints."""
-    progress: bool = True
-    """Show a progress bar."""
-
-    def __post_init__(self) -> None:
-        def positive(name: str) -> None:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed an int >= 1")
-
-        for name in ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs",
-                     "eval_games", "checkpoint_interval", "torch_threads", "max_snapshots",
-                     "imitation_epochs"):
-            positive(name)
-        for name in ("imitation_games", "value_warmup_rollouts"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed an int >= 0")
-        if not isinstance(self.eval_interval, int) or self.eval_interval < 0:
-            raise ValueError(
-                f"TrainConfig.eval_interval={self.eval_interval!r} is invalid: allowed an int >= 0"
-            )
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"TrainConfig.seed={self.seed!r} is invalid: allowed an int >= 0")
-        unknown = sorted(set(self.opponent_mix) - set(OPPONENT_KINDS))
-        if unknown:
-            raise ValueError(
-                f"TrainConfig.opponent_mix has unknown kinds {unknown}: allowed {OPPONENT_KINDS}"
-            )
-        weights = list(self.opponent_mix.values())
-        if not weights or any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise ValueError(
-                f"TrainConfig.opponent_mix={self.opponent_mix!r} is invalid: allowed "
-                "non-negative weights with a positive sum"
-            )
-        if self.batch_size > self.n_envs * self.n_steps:
-            raise ValueError(
-                f"TrainConfig.batch_size={self.batch_size} is invalid: allowed at most "
-                f"n_envs * n_steps = {self.n_envs * self.n_steps}"
-            )
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(
-                f"TrainConfig.activation={self.activation!r} is invalid: allowed {list(ACTIVATIONS)}"
-            )
-        if self.features not in FEATURES:
-            raise ValueError(
-                f"TrainConfig.features={self.features!r} is invalid: allowed {list(FEATURES)}"
-            )
-        if not self.net_arch or any(not isinstance(n, int) or n < 1 for n in self.net_arch):
-            raise ValueError(
-                f"TrainConfig.net_arch={self.net_arch!r} is invalid: allowed a list of ints >= 1"
-            )
-        for name in ("learning_rate", "learning_rate_final", "gamma", "gae_lambda",
-                     "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "shaping",
-                     "snapshot_min_score"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed a number >= 0")
-        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            raise ValueError("TrainConfig.gamma must lie in (0, 1] and gae_lambda in [0, 1]")
-        self.resolve_rules()
-
-    def resolve_rules(self) -> SkyjoRules:
-        """The `SkyjoRules` this config trains for (preset + num_players)."""
-        return load_rules(self.rules, num_players=self.num_players)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data, as written to config.yaml."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Build from plain data; unknown keys raise `ValueError` naming them."""
-        return dataclass_from_dict(cls, data, "training config", "key")
-
-
-def load_train_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:
-    """Defaults, updated from a YAML file (if given), then from ``overrides`` (not None)."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        data = read_yaml_mapping(Path(path), "training config", "key: value")
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    return TrainConfig.from_dict(data)
-
-
-# ------------------------------------------------------------------ opponent pool
-
-
-class OpponentPool:
-    """Per-game opponent draws from the configured mix of heuristics and snapshots."""
-
-    def __init__(self, config: TrainConfig, rules: SkyjoRules):
-        self.rules = rules
-        self.kinds = [k for k in OPPONENT_KINDS if config.opponent_mix.get(k, 0) > 0]
-        weights = np.array([config.opponent_mix[k] for k in self.kinds], dtype=np.float64)
-        self.weights = weights / weights.sum()
-        # greedy and ev are always built: "self" falls back on them before any snapshot
-        self.heuristics = {
-            kind: make_agent(kind, rules, seed=config.seed + 1000 + i)
-            for i, kind in enumerate(("random", "greedy", "ev"))
-        }
-        self.snapshots: list[PPOAgent] = []
-        self.max_snapshots = config.max_snapshots
-
-    def add_snapshot(self, agent: PPOAgent) -> None:
-        """Add a frozen learner copy, dropping the oldest beyond ``max_snapshots``."""
-        self.snapshots.append(agent)
-        del self.snapshots[: -self.max_snapshots]
-
-    def _draw(self, rng: np.random.Generator):
-        kind = self.kinds[rng.choice(len(self.kinds), p=self.weights)]
-        if kind == "self":
-            if self.snapshots:
-                return self.snapshots[rng.integers(len(self.snapshots))]
-            kind = "ev" if "ev" in self.kinds else "greedy"
-        return self.heuristics[kind]
-
-    def __call__(self, rng: np.random.Generator) -> list:
-        """Opponents for the ``P - 1`` seats after the learner in one new game."""
-        return [self._draw(rng) for _ in range(self.rules.num_players - 1)]
-
-
-# ------------------------------------------------------------------ reward shaping
-
-
-def grid_potential(observations: np.ndarray, layout: ObservationLayout) -> np.ndarray:
-    """``Phi`` of each observation: minus the learner's expected grid value / 100.
-
-    Args:
-        observations: float32 (N, O).
-        layout: The observation layout.
-
-    Returns:
-        float64 (N,): ``-(face-up sum + face-down count * deck mean) / 100``.
-    """
-    pieces = layout.describe()
-    rules = layout.rules
-    deck_mean = float(rules.deck_array().mean())
-    face_up = observations[:, pieces["own_values"]].sum(axis=1) * layout.value_scale
-    face_down = observations[:, pieces["own_hidden"]].sum(axis=1)
-    return -(face_up + face_down * deck_mean) / 100.0
-
-
-def _shaping_wrapper(venv, layout: ObservationLayout, gamma: float, weight: float):
-    from stable_baselines3.common.vec_env import VecEnvWrapper
-
-    class GridPotentialShaping(VecEnvWrapper):
-        """Adds ``weight * (gamma * Phi(next) - Phi(previous))`` to each reward, with
-        ``Phi`` = `grid_potential` and ``Phi`` = 0 once an episode has ended."""
-
-        def __init__(self):
-            super().__init__(venv)
-            self._potential = np.zeros(venv.num_envs)
-
-        def reset(self):
-            observations = self.venv.reset()
-            self._potential = grid_potential(observations, layout)
-            return observations
-
-        def step_wait(self):
-            observations, rewards, dones, infos = self.venv.step_wait()
-            following = grid_potential(observations, layout)
-            after = np.where(dones, 0.0, following)
-            rewards = rewards + weight * (gamma * after - self._potential)
-            self._potential = following
-            return observations, rewards.astype(np.float32), dones, infos
-
-        def action_masks(self) -> np.ndarray:
-            """The wrapped env's masks (bool (N, A)), for MaskablePPO."""
-            return self.venv.action_masks()
-
-    return GridPotentialShaping()
-
-
-# ------------------------------------------------------------------ callbacks
-
-
-def _frozen_copy(model, name: str) -> PPOAgent:
-    snapshot = copy.copy(model)
-    snapshot.policy = copy.deepcopy(model.policy)
-    snapshot.policy.set_training_mode(False)
-    return PPOAgent(snapshot, name=name)
 
 
 def evaluate_learner(model, rules: SkyjoRules, specs: list[str], games: int, seed: int) -> dict:
@@ -393,9 +129,6 @@ def _make_callback(trainer: Trainer):
     return TrainerCallback()
 
 
-# ------------------------------------------------------------------ trainer
-
-
 class Trainer:
     """One training run in a run directory (see the module docstring)."""
 
@@ -453,7 +186,7 @@ class Trainer:
             )
         )
         if self.config.shaping > 0:
-            env = _shaping_wrapper(
+            env = shaping_wrapper(
                 env, ObservationLayout(self.rules), self.config.gamma, self.config.shaping
             )
         self.env = env
@@ -471,7 +204,7 @@ class Trainer:
             "activation_fn": {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[config.activation],
         }
         if config.features == "grid":
-            from agents.features import GridFeaturesExtractor
+            from agents.ppo.features import GridFeaturesExtractor
 
             policy_kwargs["features_extractor_class"] = GridFeaturesExtractor
             policy_kwargs["features_extractor_kwargs"] = {"rules": self.rules.to_dict()}
@@ -517,8 +250,8 @@ class Trainer:
 
     # imitation warm start
     def warm_start(self) -> dict[str, float]:
-        """Clone the teacher into the fresh policy (see `agents.imitation`)."""
-        from agents.imitation import clone_policy, collect_demonstrations
+        """Clone the teacher into the fresh policy (see `agents.ppo.imitation`)."""
+        from agents.ppo.imitation import clone_policy, collect_demonstrations
 
         config = self.config
         started = time.perf_counter()
@@ -543,7 +276,7 @@ class Trainer:
 
     def freeze_actor(self, frozen: bool) -> None:
         """Stop (or resume) gradient flow into the actor: value-only updates while frozen."""
-        from agents.imitation import actor_parameters
+        from agents.ppo.imitation import actor_parameters
 
         for parameter in actor_parameters(self.model.policy):
             parameter.requires_grad_(not frozen)
@@ -607,7 +340,7 @@ class Trainer:
             name = f"snapshot_{timesteps:012d}"
             save_checkpoint(self.model, self.run_dir / "snapshots" / name,
                             self._metadata(timesteps))
-            self.pool.add_snapshot(_frozen_copy(self.model, name))
+            self.pool.add_snapshot(frozen_copy(self.model, name))
         if self._bar is not None:
             summary = " ".join(f"{s}={r['win_rate']:.2f}" for s, r in results.items())
             self._bar.write(f"[{timesteps:>10,} steps] win rate vs {summary}")

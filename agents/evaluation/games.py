@@ -1,0 +1,320 @@
+"""Full games between agents in one batched engine state (the play loop of a tournament).
+
+Design:
+
+* **Duplicated deals with seat rotation.** Games come in *deal groups*. Every game of a
+  group starts from the same deal seed (so the same cards are dealt) and the ``P`` games
+  of a group are the ``P`` cyclic rotations of the agents over the seats: in rotation
+  ``r`` agent ``i`` sits at seat ``(i + r) % P``. Every agent thus plays every seat of
+  every deal, and the luck of the deal largely cancels. The number of games is rounded up
+  to a multiple of ``P``. Cyclic rotations keep the agents' cyclic order, so with three or
+  more agents each one always plays right after the same neighbour; in Skyjo that matters
+  (the discard pile you draw from is your predecessor's), so compare agents with 3+ seats
+  knowing who sits before whom.
+* **One batched state.** All running games live in one `BatchState`; each decision step,
+  every agent acts once for all the games where it holds the acting seat, then all games
+  step at once. A finished game's slot is restarted with the next game until all are
+  dispatched.
+* **Reproducible.** The deal seeds come from ``SeedSequence(seed, spawn_key=(0,))`` and the
+  agents' seeds (see `agent_seed`) from ``SeedSequence(seed, spawn_key=(1, i))``, so one
+  master seed fixes the whole report; ratings are fed in game order, not completion order.
+* **Win-rate interval.** A game's win share is 1 for a sole winner and 1/k for each of k
+  tied winners. The 95% interval of an agent's win rate is a Student-t interval over
+  *per-deal-group means* (the agent's mean win share over the ``P`` rotations of one deal),
+  which are independent across deals and already have the deal luck averaged out. When
+  that spread cannot be estimated (a single deal group, or every deal group with the same
+  mean, e.g. an agent that wins every game) the interval falls back to the Wilson score
+  interval with one trial per deal group, which is conservative because a per-deal mean in
+  [0, 1] varies no more than a single Bernoulli trial.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from skyjo_env.core.engine import (
+    illegal_action_message,
+    legal_action_mask,
+    new_batch,
+    reset,
+    step,
+)
+from skyjo_env.core.layout import (
+    DECISIONS,
+    EVENT_GAME_ENDED,
+    LINES_ELIMINATED,
+    ROUND,
+    ROUNDS_FINISHED,
+    TIMES_PENALISED,
+    TOTAL,
+)
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import ObservationEncoder
+from skyjo_env.protocol import Agent
+
+#: Largest number of games stepped together; more games reuse finished slots.
+DEFAULT_MAX_BATCH = 8192
+
+
+class AgentActionError(ValueError):
+    """An agent returned a malformed or illegal action; the message names the agent."""
+
+
+def deal_seeds(seed: int, num_deals: int) -> list[int]:
+    """The deal seed of each deal group (prefix-stable: more deals extend the list).
+
+    Args:
+        seed: The master seed, a non-negative int.
+        num_deals: Number of deal groups.
+
+    Returns:
+        ``num_deals`` non-negative ints for `skyjo_env.core.engine.reset`.
+    """
+    sequence = np.random.SeedSequence(check_seed(seed), spawn_key=(0,))
+    return [int(s) for s in sequence.generate_state(num_deals, np.uint64)]
+
+
+def agent_seed(seed: int, index: int) -> int:
+    """Seed of the generator of the agent at position ``index``, from the master seed."""
+    sequence = np.random.SeedSequence(check_seed(seed), spawn_key=(1, int(index)))
+    return int(sequence.generate_state(1, np.uint64)[0])
+
+
+def check_seed(seed: Any) -> int:
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return int(seed)
+
+
+def display_names(names: Sequence[str]) -> list[str]:
+    """Names made unique by numbering repeats in order: ``[ev, ev, greedy] -> [ev#1, ev#2, greedy]``."""
+    counts = Counter(names)
+    seen: Counter[str] = Counter()
+    out = []
+    for name in names:
+        if counts[name] > 1:
+            seen[name] += 1
+            out.append(f"{name}#{seen[name]}")
+        else:
+            out.append(name)
+    return out
+
+
+@dataclass
+class GameRecords:
+    """Per-game outcomes, indexed by game and by *agent position* (not seat).
+
+    Game ``g`` is rotation ``g % P`` of deal group ``g // P``.
+
+    Attributes:
+        deal: int64 (G,), deal group of each game.
+        rotation: int64 (G,), rotation ``r``: agent ``i`` sat at seat ``(i + r) % P``.
+        seat: int64 (G, P), seat of each agent.
+        total: int64 (G, P), final total score of each agent.
+        win_share: float64 (G, P), 1/k for each of the k lowest totals, else 0.
+        rounds: int64 (G,), rounds completed (scored) in the game.
+        rounds_finished: int64 (G, P), rounds the agent ended.
+        times_penalised: int64 (G, P), rounds in which the agent was penalised as finisher.
+        lines_eliminated: int64 (G, P), columns and rows the agent eliminated.
+        truncated: bool (G,), games ended by the turn cap rather than by the score.
+        decisions: int64 (G,), decisions taken in the game (all seats).
+    """
+
+    deal: np.ndarray
+    rotation: np.ndarray
+    seat: np.ndarray
+    total: np.ndarray
+    win_share: np.ndarray
+    rounds: np.ndarray
+    rounds_finished: np.ndarray
+    times_penalised: np.ndarray
+    lines_eliminated: np.ndarray
+    truncated: np.ndarray
+    decisions: np.ndarray
+
+    @classmethod
+    def empty(cls, num_games: int, num_players: int) -> GameRecords:
+        """Zeroed records for ``num_games`` games of ``num_players`` agents."""
+        games = np.arange(num_games, dtype=np.int64)
+        rotation = games % num_players
+        seat = (np.arange(num_players, dtype=np.int64)[None, :] + rotation[:, None]) % num_players
+        by_agent = (num_games, num_players)
+        return cls(
+            deal=games // num_players,
+            rotation=rotation,
+            seat=seat,
+            total=np.zeros(by_agent, np.int64),
+            win_share=np.zeros(by_agent, np.float64),
+            rounds=np.zeros(num_games, np.int64),
+            rounds_finished=np.zeros(by_agent, np.int64),
+            times_penalised=np.zeros(by_agent, np.int64),
+            lines_eliminated=np.zeros(by_agent, np.int64),
+            truncated=np.zeros(num_games, bool),
+            decisions=np.zeros(num_games, np.int64),
+        )
+
+    @property
+    def num_games(self) -> int:
+        """Number of games ``G``."""
+        return self.deal.shape[0]
+
+
+def _progress_bar(total: int, progress: bool | None):
+    from tqdm.auto import tqdm
+
+    enabled = sys.stderr.isatty() if progress is None else bool(progress)
+    return tqdm(total=total, unit="game", desc="games", disable=not enabled, leave=False)
+
+
+def _check_actions(
+    actions: Any, rows: np.ndarray, masks: np.ndarray, name: str, state, slot_game: np.ndarray
+) -> np.ndarray:
+    """Validate one agent's answer for ``rows`` of the batch; int64 (len(rows),)."""
+    array = np.asarray(actions)
+    if array.shape != rows.shape:
+        raise AgentActionError(
+            f"agent {name!r} returned actions of shape {array.shape} for {rows.size} games; "
+            f"expected ({rows.size},)"
+        )
+    if not np.issubdtype(array.dtype, np.integer):
+        raise AgentActionError(f"agent {name!r} returned actions of dtype {array.dtype}, not ints")
+    array = array.astype(np.int64, copy=False)
+    num_actions = masks.shape[1]
+    in_range = (array >= 0) & (array < num_actions)
+    legal = in_range.copy()
+    legal[in_range] = masks[rows[in_range], array[in_range]]
+    if not legal.all():
+        k = int(np.flatnonzero(~legal)[0])
+        row = int(rows[k])
+        detail = illegal_action_message(state, row, int(array[k]))
+        raise AgentActionError(
+            f"agent {name!r} chose an illegal action in tournament game {int(slot_game[row])}: "
+            f"{detail}"
+        )
+    return array
+
+
+def play_games(
+    agents: Sequence[Agent],
+    rules: SkyjoRules,
+    games: int,
+    seed: int,
+    *,
+    names: Sequence[str] | None = None,
+    progress: bool | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> tuple[GameRecords, float]:
+    """Play the games of a tournament and record their outcomes (no statistics).
+
+    Args:
+        agents: One agent per seat position, ``len(agents) == rules.num_players``.
+        rules: The rules (``num_players`` must equal the number of agents).
+        games: Games wanted (>= 1); rounded up to a multiple of ``num_players``.
+        seed: Master seed of the deals (non-negative int).
+        names: Names used in error messages (default: the agents' names).
+        progress: Show a progress bar; None shows one only when stderr is a terminal.
+        max_batch: Most games stepped together.
+
+    Returns:
+        ``(records, elapsed_s)``.
+
+    Raises:
+        ValueError: Bad arguments. AgentActionError: an agent returned an illegal or
+        malformed action.
+    """
+    players = rules.num_players
+    if len(agents) != players:
+        raise ValueError(f"{len(agents)} agents for {players} seats; give one agent per seat")
+    if not isinstance(games, (int, np.integer)) or isinstance(games, bool) or games < 1:
+        raise ValueError(f"games must be an int >= 1, got {games!r}")
+    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
+        raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
+    names = list(names) if names is not None else display_names([a.name for a in agents])
+    num_deals = -(-int(games) // players)
+    num_games = num_deals * players
+    seeds = deal_seeds(seed, num_deals)
+    records = GameRecords.empty(num_games, players)
+
+    batch = min(num_games, int(max_batch))
+    state = new_batch(rules, batch)
+    encoder = ObservationEncoder(rules)
+    observations = np.empty((batch, encoder.size), np.float32)
+    masks = np.empty((batch, state.num_actions), bool)
+    actions = np.empty(batch, np.int64)
+    events = np.empty(batch, np.int32)
+    slot_game = np.full(batch, -1, np.int64)  # game running in each slot, -1 when idle
+    # agent position holding each seat of each slot's game, -1 for idle slots
+    seat_owner = np.full((batch, players), -1, np.int64)
+    all_slots = np.arange(batch)
+    next_game = 0
+
+    def start(slots: np.ndarray) -> None:
+        nonlocal next_game
+        count = min(slots.size, num_games - next_game)
+        idle = slots[count:]
+        slot_game[idle] = -1
+        seat_owner[idle] = -1
+        if count == 0:
+            return
+        slots = slots[:count]
+        ids = np.arange(next_game, next_game + count)
+        next_game += count
+        reset(state, [seeds[g // players] for g in ids], which=slots)
+        slot_game[slots] = ids
+        rotation = ids % players
+        # agent i sits at seat (i + r) % P, so seat s holds agent (s - r) % P
+        seat_owner[slots] = (np.arange(players)[None, :] - rotation[:, None]) % players
+
+    started = time.perf_counter()
+    start(all_slots)
+    finished = 0
+    with _progress_bar(num_games, progress) as bar:
+        while finished < num_games:
+            legal_action_mask(state, out=masks)
+            encoder.encode(state, state.current_player, out=observations)
+            owner = seat_owner[all_slots, state.current_player]
+            actions.fill(-1)
+            for index, agent in enumerate(agents):
+                rows = np.flatnonzero(owner == index)
+                if rows.size == 0:
+                    continue
+                chosen = agent.act(observations[rows], masks[rows])
+                actions[rows] = _check_actions(
+                    chosen, rows, masks, names[index], state, slot_game
+                )
+            step(state, actions, events)
+            done = np.flatnonzero(events & EVENT_GAME_ENDED)
+            if done.size == 0:
+                continue
+            _record(records, state, done, slot_game[done])
+            finished += done.size
+            bar.update(done.size)
+            start(done)
+    return records, time.perf_counter() - started
+
+
+def _record(records: GameRecords, state, slots: np.ndarray, ids: np.ndarray) -> None:
+    """Copy the outcomes of finished games (batch ``slots``) into ``records[ids]``."""
+    seat_of = records.seat[ids]  # (n, P): seat of each agent
+    seat_fields = state.seat[slots]  # (n, P seats, F)
+
+    def by_agent(column: int) -> np.ndarray:
+        return np.take_along_axis(seat_fields[:, :, column], seat_of, axis=1).astype(np.int64)
+
+    totals = by_agent(TOTAL)
+    records.total[ids] = totals
+    is_winner = totals == totals.min(axis=1, keepdims=True)
+    records.win_share[ids] = is_winner / is_winner.sum(axis=1, keepdims=True)
+    records.rounds[ids] = state.game[slots, ROUND]
+    records.rounds_finished[ids] = by_agent(ROUNDS_FINISHED)
+    records.times_penalised[ids] = by_agent(TIMES_PENALISED)
+    records.lines_eliminated[ids] = by_agent(LINES_ELIMINATED)
+    records.truncated[ids] = state.truncated[slots]
+    records.decisions[ids] = state.game[slots, DECISIONS]

@@ -1,0 +1,57 @@
+"""Training opponents: for each game and each opponent seat, one draw from
+``opponent_mix`` (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly
+random frozen snapshot of the learner (with no snapshot yet, the heuristics)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from agents.ppo.config import OPPONENT_KINDS, TrainConfig
+from agents.ppo.policy import PPOAgent
+from agents.registry import make_agent
+from skyjo_env.core.rules import (
+    SkyjoRules,
+)
+
+
+class OpponentPool:
+    """Per-game opponent draws from the configured mix of heuristics and snapshots."""
+
+    def __init__(self, config: TrainConfig, rules: SkyjoRules):
+        self.rules = rules
+        self.kinds = [k for k in OPPONENT_KINDS if config.opponent_mix.get(k, 0) > 0]
+        weights = np.array([config.opponent_mix[k] for k in self.kinds], dtype=np.float64)
+        self.weights = weights / weights.sum()
+        # greedy and ev are always built: "self" falls back on them before any snapshot
+        self.heuristics = {
+            kind: make_agent(kind, rules, seed=config.seed + 1000 + i)
+            for i, kind in enumerate(("random", "greedy", "ev"))
+        }
+        self.snapshots: list[PPOAgent] = []
+        self.max_snapshots = config.max_snapshots
+
+    def add_snapshot(self, agent: PPOAgent) -> None:
+        """Add a frozen learner copy, dropping the oldest beyond ``max_snapshots``."""
+        self.snapshots.append(agent)
+        del self.snapshots[: -self.max_snapshots]
+
+    def _draw(self, rng: np.random.Generator):
+        kind = self.kinds[rng.choice(len(self.kinds), p=self.weights)]
+        if kind == "self":
+            if self.snapshots:
+                return self.snapshots[rng.integers(len(self.snapshots))]
+            kind = "ev" if "ev" in self.kinds else "greedy"
+        return self.heuristics[kind]
+
+    def __call__(self, rng: np.random.Generator) -> list:
+        """Opponents for the ``P - 1`` seats after the learner in one new game."""
+        return [self._draw(rng) for _ in range(self.rules.num_players - 1)]
+
+
+def frozen_copy(model, name: str) -> PPOAgent:
+    snapshot = copy.copy(model)
+    snapshot.policy = copy.deepcopy(model.policy)
+    snapshot.policy.set_training_mode(False)
+    return PPOAgent(snapshot, name=name)

@@ -1,0 +1,536 @@
+"""The batched learner core: N games with one learner seat each, opponents played in batch.
+
+`LearnerGames` holds ``N`` games in one `BatchState`, each with one learner seat; after
+every learner decision the opponents (objects of the `Agent` protocol) act in batch until
+every game is back at a learner decision or over, so every observation and reward handed
+to the learner is its own. `skyjo_env.single_agent.SkyjoGymEnv` is the Gymnasium view over
+one such game; `skyjo_env.vec_env.SkyjoVecEnv` the Stable-Baselines3 view over many. The
+compiled helpers here do the per-game loops of both.
+
+Rewards are those of `skyjo_env.rewards` (`seat_rewards_into`), taken for the learner's
+seat and summed over the opponents' moves between two learner decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numba
+import numpy as np
+
+from skyjo_env.core import kernels
+from skyjo_env.core.actions import Phase, num_actions
+from skyjo_env.core.engine import (
+    BatchState,
+    IllegalActionError,
+    illegal_action_message,
+    new_batch,
+    reset,
+    step,
+)
+from skyjo_env.core.jit import jit
+from skyjo_env.core.layout import (
+    CURRENT,
+    EVENT_GAME_ENDED,
+    EVENT_TRUNCATED,
+    PHASE,
+)
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
+from skyjo_env.protocol import Agent, reads_observations
+from skyjo_env.rewards import seat_rewards_into
+from skyjo_env.view_options import check_episode_options, engine_rules
+
+#: What may be passed as opponents: one agent for every opponent seat, one agent per
+#: opponent seat (relative to the learner), or a chooser called at every game start.
+Opponents = Agent | Sequence[Agent] | Callable[[np.random.Generator], Any]
+
+_GAME_OVER = int(Phase.GAME_OVER)
+_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
+
+
+def opponent_seed(seed: int) -> np.random.SeedSequence:
+    """The seed sequence of the default random opponent of an env seeded with ``seed``.
+
+    A child of ``seed`` (spawn key 1), so the opponent's draws never coincide with the
+    env's own generator (seeded with ``seed`` itself).
+    """
+    return np.random.SeedSequence(seed, spawn_key=(1,))
+
+
+# ---------------------------------------------------------------- compiled helpers
+
+
+@jit
+def observe_games(games, observers, grid, slot_state, discard_pile, game, seat, params,
+                  card_values, card_counts, table, value_scale, deck_size, target_score,
+                  unseen, observations):
+    """Observations of games ``games`` (int64 (M,)) from ``observers`` (int64 (M,)) into
+    row ``k`` of ``observations`` (float32 (M, O)). (``params`` is unused: the argument
+    tuple is the one every compiled view takes, `skyjo_env.encoding.view_arguments`; the
+    learner's masks come from `learner_masks`.)
+    """
+    for k in range(games.shape[0]):
+        encode_into(games[k], observers[k], grid, slot_state, discard_pile, game, seat,
+                    card_values, card_counts, table, value_scale, deck_size, target_score,
+                    unseen, observations[k])
+
+
+@jit
+def gather_opponent_views(learner_seat, over, encode, games, observers, grid, slot_state,
+                          discard_pile, game, seat, params, card_values, card_counts, table,
+                          value_scale, deck_size, target_score, unseen, observations, masks):
+    """Find the games where an opponent is to act and encode what that opponent sees.
+
+    Writes the first ``count`` entries of ``games``/``observers`` (int64 (N,)) and rows of
+    ``masks`` (bool (N, A)), and, when ``encode``, of ``observations`` (float32 (N, O));
+    returns ``count``.
+    """
+    count = 0
+    for b in range(game.shape[0]):
+        if over[b] or game[b, PHASE] == _GAME_OVER:
+            continue
+        current = game[b, CURRENT]
+        if current != learner_seat[b]:
+            games[count] = b
+            observers[count] = current
+            if encode:
+                encode_into(b, current, grid, slot_state, discard_pile, game, seat,
+                            card_values, card_counts, table, value_scale, deck_size,
+                            target_score, unseen, observations[count])
+            kernels.legal_mask_into(b, slot_state, game, params, masks[count])
+            count += 1
+    return count
+
+
+@jit
+def is_allowed(masks, row, action):
+    """Whether ``action`` is an action id that row ``row`` of ``masks`` (bool (R, A)) allows."""
+    return 0 <= action < masks.shape[1] and masks[row, action]
+
+
+@jit
+def scatter_opponent_actions(games, chosen, masks, actions):
+    """Write opponent ``chosen[k]`` (int (K,)) to ``actions[games[k]]`` (int64 (N,)) after
+    checking it against ``masks[k]`` (bool (>=K, A)); returns the first bad ``k``, or -1
+    (then nothing after it was written)."""
+    for k in range(games.shape[0]):
+        if not is_allowed(masks, k, chosen[k]):
+            return k
+        actions[games[k]] = chosen[k]
+    return -1
+
+
+@jit
+def check_learner_actions(actions, masks, over, out):
+    """Copy the learner's actions into ``out`` (int64 (N,)), -1 where the game is over.
+
+    Returns the index of the first game whose action is not legal there (its ``masks`` row,
+    bool (N, A)), or -1. ``out`` holds -1 for that game and every later illegal one.
+    """
+    first = -1
+    for b in range(actions.shape[0]):
+        if over[b]:
+            out[b] = -1
+        elif is_allowed(masks, b, actions[b]):
+            out[b] = actions[b]
+        else:
+            out[b] = -1
+            if first < 0:
+                first = b
+    return first
+
+
+@jit
+def learner_masks(slot_state, game, params, over, masks):
+    """Legal actions of every game into ``masks`` (bool (N, A)); all False where ``over``
+    (a game ended by a penalised illegal action is not over for the engine)."""
+    for b in range(game.shape[0]):
+        if over[b]:
+            masks[b, :] = False
+        else:
+            kernels.legal_mask_into(b, slot_state, game, params, masks[b])
+
+
+@jit
+def apply_and_collect(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_grid,
+                      final_state, params, deck, actions, events, learner_seat, game_bonus,
+                      scratch, rewards, terminated, truncated, over):
+    """Apply checked ``actions`` (the engine's `apply_actions`), then `collect_events`."""
+    kernels.apply_actions(grid, slot_state, draw_pile, discard_pile, game, seat, rng,
+                          final_grid, final_state, params, deck, actions, events)
+    collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, terminated,
+                   truncated, over)
+
+
+@jit
+def collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, terminated,
+                   truncated, over):
+    """Add each game's learner reward for a step and mark games that ended.
+
+    Args:
+        events: int32 (N,) event bits of the step.
+        seat: int32 (N, P, NUM_SEAT_FIELDS), the engine's seat counters.
+        learner_seat: int64 (N,).
+        game_bonus: Whether the game-end placement reward applies.
+        scratch: float64 (P,) work space.
+        rewards: float64 (N,), accumulated in place.
+        terminated, truncated, over: bool (N,), set in place for games that ended.
+    """
+    for b in range(events.shape[0]):
+        event = events[b]
+        if event == 0:
+            continue
+        if seat_rewards_into(event, seat, b, game_bonus, scratch):
+            rewards[b] += scratch[learner_seat[b]]
+        if (event & EVENT_GAME_ENDED) != 0:
+            over[b] = True
+            if (event & EVENT_TRUNCATED) != 0:
+                truncated[b] = True
+            else:
+                terminated[b] = True
+
+
+@jit
+def next_streams(rng, which):
+    """The next output of each listed game's own stream: uint64 (K,) (advances them)."""
+    out = np.empty(which.shape[0], np.uint64)
+    for k in range(which.shape[0]):
+        out[k] = kernels.next_random(rng, which[k])
+    return out
+
+
+def integer_actions(actions, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """``actions`` as int64 after checking they are integers of ``shape``.
+
+    Raises:
+        ValueError: Naming ``what`` and the dtype and shape received.
+    """
+    actions = np.asarray(actions)
+    if actions.shape != shape or actions.dtype.kind not in "iu":
+        raise ValueError(
+            f"{what} must be integers of shape {shape}, got {actions.dtype} {actions.shape}"
+        )
+    return actions.astype(np.int64, copy=False)
+
+
+def start_from_streams(state: BatchState, which: np.ndarray, streams: np.ndarray) -> None:
+    """Start games ``which`` (int64 (K,)) whose random streams begin at ``streams``.
+
+    The engine's `reset` minus the int-seed conversion: a game continued from another
+    game's stream (uint64 (K,), from `next_streams`) needs no `SeedSequence`.
+    """
+    with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+        kernels.start_games(*state.arrays, which, streams, state.deck[:0])
+
+
+# ---------------------------------------------------------------- the batched core
+
+
+class LearnerGames:
+    """``N`` games, one learner seat each; the opponents move in batch between decisions.
+
+    All arrays are preallocated; `advance` and `start` change them in place.
+
+    Attributes:
+        rules: The rules as given (``batch.rules`` are those the engine runs).
+        batch: The engine state of the ``N`` games.
+        encoder: The observation encoder.
+        learner_seat: int64 (N,), the learner's seat in each game.
+        rewards: float64 (N,), learner rewards accumulated since they were last cleared.
+        terminated: bool (N,), the episode ended (game end, round end in ``"round"`` mode,
+            or a penalised illegal action).
+        truncated: bool (N,), the engine's turn cap ended the game.
+        over: bool (N,), ``terminated | truncated``: the game waits for `start`.
+        masks: bool (N, A), the learner's legal actions (all False where over).
+    """
+
+    def __init__(
+        self,
+        rules: SkyjoRules,
+        num_games: int,
+        opponents: Opponents,
+        episode: str = "game",
+        illegal_action: str = "raise",
+        illegal_penalty: float = -1.0,
+        rng: np.random.Generator | None = None,
+    ):
+        """Allocate the games (none started: call `start`).
+
+        Args:
+            rules: The rules.
+            num_games: ``N >= 1``.
+            opponents: See `set_opponents`.
+            episode: ``"game"`` or ``"round"`` (see `skyjo_env.aec.SkyjoAECEnv`).
+            illegal_action: ``"raise"`` or ``"penalize"``.
+            illegal_penalty: The learner's reward for an illegal action under ``"penalize"``.
+            rng: The env's generator, handed to an opponent chooser (see `set_opponents`).
+        """
+        check_episode_options(episode, illegal_action, illegal_penalty)
+        self.rules = rules
+        self.episode = episode
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self._game_bonus = episode == "game"
+        self._penalize = illegal_action == "penalize"
+        run_rules = engine_rules(rules, episode)
+        self.batch = batch = new_batch(run_rules, num_games)
+        self.encoder = ObservationEncoder(run_rules)
+        self.num_games = num_games
+        self.num_players = rules.num_players
+        self.num_actions = num_actions(rules.num_slots)
+        self.obs_size = self.encoder.size
+        self.learner_seat = np.zeros(num_games, np.int64)
+        self.rewards = np.zeros(num_games, np.float64)
+        self.terminated = np.zeros(num_games, np.bool_)
+        self.truncated = np.zeros(num_games, np.bool_)
+        self.over = np.ones(num_games, np.bool_)
+        self.masks = np.zeros((num_games, self.num_actions), np.bool_)
+        self._all_games = np.arange(num_games, dtype=np.int64)
+        self._games = np.empty(num_games, np.int64)
+        self._observers = np.empty(num_games, np.int64)
+        self._actions = np.full(num_games, -1, np.int64)
+        self._events = np.zeros(num_games, np.int32)
+        self._scratch = np.zeros(self.num_players, np.float64)
+        self._opp_obs = np.empty((num_games, self.obs_size), np.float32)
+        self._opp_masks = np.empty((num_games, self.num_actions), np.bool_)
+        self._step_args = (*batch.arrays, self._actions, self._events)
+        self._encode_args = view_arguments(batch, self.encoder)
+        self._agents: list[Agent] = []
+        self._index_of: dict[int, int] = {}
+        self._assignment = np.zeros((num_games, max(1, self.num_players - 1)), np.int64)
+        self._chooser: Callable[[np.random.Generator], Any] | None = None
+        self._single_agent = True
+        self.set_opponents(opponents, rng)
+
+    # -------------------------------------------------------------- opponents
+
+    def _register(self, agent: Any) -> int:
+        if not isinstance(agent, Agent):
+            raise ValueError(
+                f"an opponent must follow the Agent protocol (name, act(observations, "
+                f"action_masks)), got {type(agent).__name__}"
+            )
+        # keyed by identity; the agents list keeps every registered agent alive
+        index = self._index_of.get(id(agent))
+        if index is None:
+            index = self._index_of[id(agent)] = len(self._agents)
+            self._agents.append(agent)
+        return index
+
+    def _seat_indices(self, choice: Any) -> np.ndarray:
+        """Registry indices (P-1,) for one game's opponents, relative seat order."""
+        others = self.num_players - 1
+        if isinstance(choice, Agent):
+            return np.full(others, self._register(choice), np.int64)
+        if isinstance(choice, Sequence) and not isinstance(choice, str):
+            if len(choice) == 1:
+                return np.full(others, self._register(choice[0]), np.int64)
+            if len(choice) != others:
+                raise ValueError(
+                    f"got {len(choice)} opponents for {others} opponent seats: give one agent "
+                    f"for all seats or exactly {others}"
+                )
+            return np.array([self._register(agent) for agent in choice], np.int64)
+        raise ValueError(
+            "opponents must be an Agent, a sequence of Agents (one per opponent seat, in seat "
+            f"order after the learner) or a callable choosing them, got {type(choice).__name__}"
+        )
+
+    def set_opponents(self, opponents: Opponents, rng: np.random.Generator | None = None) -> None:
+        """Change who plays the opponent seats, from the next opponent decision on.
+
+        Args:
+            opponents: One `Agent` for every opponent seat; or a sequence of ``P-1`` agents,
+                agent ``k`` playing the seat ``k+1`` places after the learner (a sequence of
+                one counts as one agent for all seats); or a callable
+                ``chooser(rng) -> Agent | Sequence[Agent]`` called at every game start with
+                the env's generator to pick that game's opponents.
+            rng: The generator handed to a chooser for the games already running (required
+                with a chooser).
+
+        Raises:
+            ValueError: Something that is not an agent, or the wrong number of agents.
+        """
+        self._agents = []
+        self._index_of = {}
+        if not isinstance(opponents, (Agent, Sequence)) and callable(opponents):
+            if rng is None:
+                raise ValueError("set_opponents needs an rng to apply a chooser")
+            self._chooser = opponents
+            for b in range(self.num_games):
+                self._assignment[b] = self._seat_indices(opponents(rng))
+        else:
+            self._chooser = None
+            self._assignment[:] = self._seat_indices(opponents)
+        self._agents_changed()
+
+    def _agents_changed(self) -> None:
+        self._single_agent = len(self._agents) == 1
+        self._encode_opponents = any(reads_observations(agent) for agent in self._agents)
+
+    @property
+    def opponents(self) -> list[Agent]:
+        """The distinct opponent agents in use."""
+        return list(self._agents)
+
+    def _choose_opponents(self, which: np.ndarray, rng: np.random.Generator) -> None:
+        if self._chooser is None:
+            return
+        for b in which:
+            self._assignment[b] = self._seat_indices(self._chooser(rng))
+        if len(self._agents) > 4 * self.num_games + 16:
+            # forget agents no game uses any more
+            used = np.unique(self._assignment)
+            self._agents = [self._agents[i] for i in used]
+            self._index_of = {id(agent): i for i, agent in enumerate(self._agents)}
+            self._assignment = np.searchsorted(used, self._assignment).astype(np.int64)
+        self._agents_changed()
+
+    # -------------------------------------------------------------- play
+
+    def start(self, which: np.ndarray, seeds: Sequence[int] | np.ndarray, seats: np.ndarray,
+              rng: np.random.Generator) -> None:
+        """Start new games and play the opponents up to each one's first learner decision.
+
+        Args:
+            which: int64 (K,) game indices.
+            seeds: K non-negative int game seeds (the engine deals from them, as
+                `skyjo_env.core.engine.reset` does), or a uint64 (K,) array of raw streams
+                from `next_game_streams`.
+            seats: int64 (K,) the learner's seat in each started game.
+            rng: The env's generator (handed to an opponent chooser).
+        """
+        which = np.asarray(which, np.int64)
+        if isinstance(seeds, np.ndarray) and seeds.dtype == np.uint64:
+            start_from_streams(self.batch, which, seeds)
+        else:
+            reset(self.batch, list(seeds), which)
+        self.learner_seat[which] = seats
+        self.rewards[which] = 0.0
+        self.terminated[which] = False
+        self.truncated[which] = False
+        self.over[which] = False
+        self._choose_opponents(which, rng)
+        self._play_opponents()
+        self._refresh_masks()
+
+    def advance(self, actions: np.ndarray) -> None:
+        """Apply the learner's actions, then the opponents' until learner decisions again.
+
+        Args:
+            actions: int (N,) one action per game; ignored (may be anything) where the
+                game is over.
+
+        Raises:
+            IllegalActionError: An illegal learner action with ``illegal_action="raise"``
+                (nothing changed), or an illegal opponent action (in any mode).
+            ValueError: ``actions`` are not integers of shape (N,).
+        """
+        actions = integer_actions(actions, (self.num_games,), "actions")
+        acts = self._actions
+        first = check_learner_actions(actions, self.masks, self.over, acts)
+        if first >= 0:
+            if not self._penalize:
+                raise IllegalActionError(
+                    illegal_action_message(self.batch, first, int(actions[first]))
+                )
+            illegal = ~self.over & (acts < 0)
+            self.rewards[illegal] += self.illegal_penalty
+            self.terminated[illegal] = True
+            self.over[illegal] = True
+        self._step(acts)
+        self._play_opponents()
+        self._refresh_masks()
+
+    def _step(self, acts: np.ndarray) -> None:
+        """Apply ``acts`` (each checked against a legal mask already, -1 = no move), then
+        add the rewards."""
+        if _JIT_DISABLED:  # the engine's step runs the uncompiled kernels with its errstate
+            step(self.batch, acts, self._events)
+            collect_events(self._events, self.batch.seat, self.learner_seat, self._game_bonus,
+                           self._scratch, self.rewards, self.terminated, self.truncated,
+                           self.over)
+        else:
+            apply_and_collect(*self._step_args, self.learner_seat, self._game_bonus,
+                              self._scratch, self.rewards, self.terminated, self.truncated,
+                              self.over)
+
+    def _play_opponents(self) -> None:
+        acts = self._actions
+        while True:
+            count = gather_opponent_views(self.learner_seat, self.over, self._encode_opponents,
+                                          self._games, self._observers, *self._encode_args,
+                                          self._opp_obs, self._opp_masks)
+            if count == 0:
+                return
+            games = self._games[:count]
+            obs = self._opp_obs[:count]
+            masks = self._opp_masks[:count]
+            acts.fill(-1)
+            if self._single_agent:
+                self._place_opponent_actions(games, self._agents[0].act(obs, masks), masks)
+            else:
+                observers = self._observers[:count]
+                relative = (observers - self.learner_seat[games]) % self.num_players - 1
+                who = self._assignment[games, relative]
+                for index in np.unique(who):
+                    rows = np.flatnonzero(who == index)
+                    chosen = self._agents[index].act(obs[rows], masks[rows])
+                    self._place_opponent_actions(games[rows], chosen, masks[rows])
+            self._step(acts)
+
+    def _place_opponent_actions(self, games: np.ndarray, chosen, masks: np.ndarray) -> None:
+        """Check opponent actions against their masks and file them under their games."""
+        chosen = integer_actions(chosen, games.shape, "an opponent's actions")
+        bad = scatter_opponent_actions(games, chosen, masks, self._actions)
+        if bad >= 0:
+            game = int(games[bad])
+            raise IllegalActionError(illegal_action_message(self.batch, game, int(chosen[bad])))
+
+    def _refresh_masks(self) -> None:
+        batch = self.batch
+        learner_masks(batch.slot_state, batch.game, batch.params, self.over, self.masks)
+
+    def observe(self, out: np.ndarray | None = None, which: np.ndarray | None = None) -> np.ndarray:
+        """Games seen from their learner's seat: float32 (N, O) (into ``out`` if given).
+
+        Args:
+            out: Optional float32 (N, O) array to fill.
+            which: Optional int64 (K,) game indices: only those rows are (re)written.
+        """
+        if out is None:
+            out = np.empty((self.num_games, self.obs_size), np.float32)
+        if which is None:
+            observe_games(self._all_games, self.learner_seat, *self._encode_args, out)
+        else:
+            which = np.asarray(which, np.int64)
+            rows = np.empty((which.size, self.obs_size), np.float32)
+            observe_games(which, self.learner_seat[which], *self._encode_args, rows)
+            out[which] = rows
+        return out
+
+    def next_game_streams(self, which: np.ndarray) -> np.ndarray:
+        """Streams of the next games at ``which``: uint64 (K,), each the next output of the
+        finished game's own random stream.
+
+        The same rule as `skyjo_env.aec.SkyjoAECEnv.reset` without a seed, so a batch game
+        and an AEC env started from the same seed go on to the same next games.
+        """
+        with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+            return next_streams(self.batch.rng, np.asarray(which, np.int64))
+
+
+__all__ = [
+    "LearnerGames",
+    "Opponents",
+    "check_learner_actions",
+    "collect_events",
+    "gather_opponent_views",
+    "learner_masks",
+    "next_streams",
+    "observe_games",
+    "opponent_seed",
+    "start_from_streams",
+]

@@ -1,0 +1,70 @@
+"""The reward: one definition for every env view (AEC, single-agent, batched VecEnv).
+
+At each round end every seat gets ``-(own round score - mean of the others' round
+scores) / REWARD_SCORE_SCALE``; at the end of a game (when the game-end bonus applies) the
+``k`` seats with the lowest total share ``+WIN_REWARD`` and the others share
+``-WIN_REWARD`` (nothing when every seat ties). A truncated step (turn cap) earns nothing.
+`seat_rewards_into` is compiled so the batched views can call it inside their loops; the
+AEC env calls the same function on its batch of one game.
+"""
+
+from __future__ import annotations
+
+from skyjo_env.core.jit import jit
+from skyjo_env.core.layout import (
+    EVENT_GAME_ENDED,
+    EVENT_ROUND_ENDED,
+    EVENT_TRUNCATED,
+    ROUND_SCORE,
+    TOTAL,
+)
+
+#: Round scores are divided by this in the round reward.
+REWARD_SCORE_SCALE = 100.0
+#: The winners share +WIN_REWARD at game end, the other seats share -WIN_REWARD.
+WIN_REWARD = 1.0
+
+
+@jit
+def seat_rewards_into(event, seat, b, game_bonus, out):
+    """Write every seat's reward for one step of game ``b`` into ``out`` (float64 (P,)).
+
+    Args:
+        event: The step's event bits for game ``b`` (``EVENT_*``).
+        seat: int32 (B, P, NUM_SEAT_FIELDS), the engine's per-seat counters after the step.
+        b: The game.
+        game_bonus: Whether the game-end placement reward applies (``"game"`` episodes).
+        out: float64 (P,), overwritten (zeros when nothing was scored).
+
+    Returns:
+        True if any reward is non-zero.
+    """
+    players = out.shape[0]
+    out[:] = 0.0
+    if event == 0 or (event & EVENT_TRUNCATED) != 0:
+        # a truncated round is not scored, and a truncated game has no winner
+        return False
+    if (event & EVENT_ROUND_ENDED) != 0:
+        total = 0.0
+        for p in range(players):
+            total += seat[b, p, ROUND_SCORE]
+        for p in range(players):
+            own = float(seat[b, p, ROUND_SCORE])
+            others = (total - own) / (players - 1)
+            out[p] = -(own - others) / REWARD_SCORE_SCALE
+    if game_bonus and (event & EVENT_GAME_ENDED) != 0:
+        best = seat[b, 0, TOTAL]
+        for p in range(1, players):
+            if seat[b, p, TOTAL] < best:
+                best = seat[b, p, TOTAL]
+        k = 0
+        for p in range(players):
+            if seat[b, p, TOTAL] == best:
+                k += 1
+        if k < players:
+            for p in range(players):
+                if seat[b, p, TOTAL] == best:
+                    out[p] += WIN_REWARD / k
+                else:
+                    out[p] -= WIN_REWARD / (players - k)
+    return True
