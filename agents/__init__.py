@@ -5,7 +5,7 @@
 against each other over duplicated, seat-rotated deals.
 """
 
-from agents.evaluation.games import AgentActionError, play_games
+from agents.evaluation.games import AgentActionError, TooManyGamesError, play_games
 from agents.evaluation.tournament import (
     AgentStats,
     TournamentResult,
@@ -35,6 +35,7 @@ __all__ = [
     "EVAgent",
     "GreedyAgent",
     "RandomAgent",
+    "TooManyGamesError",
     "TournamentResult",
     "evaluate_agents",
     "make_agent",

@@ -43,11 +43,31 @@ class AgentSpecError(ValueError):
     """A spec that names no agent, or an agent that cannot be built or loaded."""
 
 
+def _act_signature_problem(act: object) -> str | None:
+    """Why ``act`` cannot be called as ``act(observations, action_masks)``, or None.
+
+    A callable whose signature Python cannot read (some builtins) is given the benefit of
+    the doubt; the play loop still names the agent if the call then fails.
+    """
+    try:
+        signature = inspect.signature(act)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(None, None)
+    except TypeError as error:
+        return f"act{signature} cannot be called as act(observations, action_masks) ({error})"
+    return None
+
+
 def _check_agent(agent: object, spec: str) -> Agent:
     act = getattr(agent, "act", None)
     name = getattr(agent, "name", None)
     if not callable(act):
         raise AgentSpecError(f"agent spec {spec!r}: {type(agent).__name__} has no act() method")
+    problem = _act_signature_problem(act)
+    if problem is not None:
+        raise AgentSpecError(f"agent spec {spec!r}: {type(agent).__name__}.{problem}")
     if not isinstance(name, str) or not name:
         raise AgentSpecError(
             f"agent spec {spec!r}: {type(agent).__name__} has no non-empty 'name' string"

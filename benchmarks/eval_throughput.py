@@ -16,6 +16,8 @@ import platform
 import statistics
 import time
 
+import numpy as np
+
 from agents.evaluation.games import agent_seed
 from agents.evaluation.tournament import play_tournament
 from skyjo_env.core.rules import SkyjoRules
@@ -62,13 +64,16 @@ def main(argv=None) -> int:
         print(f"NOTE: {note}")
 
     started = time.perf_counter()
-    play_tournament(agents, rules, 20, args.seed + 1000, progress=False)  # JIT warm-up
+    # one master seed per run, spawned from --seed: the warm-up, then one per repeat
+    run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(args.seed).spawn(
+        args.repeats + 1)]
+    play_tournament(agents, rules, 20, run_seeds[0], progress=False)  # JIT warm-up
     print(f"warm-up (compile) {time.perf_counter() - started:.1f} s")
 
     play_rates, total_rates, rounds = [], [], []
     for repeat in range(args.repeats):
         started = time.perf_counter()
-        result = play_tournament(agents, rules, args.games, args.seed + repeat, progress=False)
+        result = play_tournament(agents, rules, args.games, run_seeds[repeat + 1], progress=False)
         wall = time.perf_counter() - started
         play_rates.append(result.games / result.elapsed_s)
         total_rates.append(result.games / wall)

@@ -28,6 +28,8 @@ _VIEWS = {
     "raw_env": "skyjo_env.aec",
     "SkyjoGymEnv": "skyjo_env.single_agent",
     "SkyjoVecEnv": "skyjo_env.vec_env",
+    "EnvNeedsResetError": "skyjo_env.learner_games",
+    "OpponentError": "skyjo_env.learner_games",
 }
 
 
@@ -40,8 +42,10 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ActionKind",
     "Agent",
+    "EnvNeedsResetError",
     "IllegalActionError",
     "ObservationEncoder",
+    "OpponentError",
     "Phase",
     "RandomAgent",
     "SkyjoGymEnv",

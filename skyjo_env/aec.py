@@ -297,7 +297,7 @@ class SkyjoAECEnv(AECEnv):
             IllegalActionError: The action is not legal (``illegal_action="raise"``).
             ValueError: None for an agent that is still playing, or a non-None action for
                 one that is done.
-            TypeError: The action is not an integer.
+            TypeError: The action is not an integer (a bool is not one).
         """
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
@@ -305,6 +305,8 @@ class SkyjoAECEnv(AECEnv):
             return
         if action is None:
             raise ValueError(f"{agent} is to act: None is only valid for an agent that is done")
+        if action is True or action is False:  # an int to Python, never an action id
+            raise TypeError(f"action must be an int action id, got the bool {action!r}")
         action = operator.index(action)
         self._cumulative_rewards[agent] = 0.0
         if self._rewards_dirty:
@@ -387,6 +389,17 @@ def raw_env(
         render_mode=render_mode,
         **rule_kwargs,
     )
+
+
+# Why subclasses that touch PettingZoo's private wrapper state (``_has_reset``,
+# ``_has_updated``, the order-enforcing iterator) rather than the plain wrappers: speed.
+# Measured side by side (benchmarks/aec_wrappers.py, 2 players, random legal play, median
+# CPU rate of 5 alternating 1 s runs): the plain ``OrderEnforcingWrapper(
+# AssertOutOfBoundsWrapper(raw))`` makes 26,818 decisions/s, these 85,305/s, so the plain
+# ones run at 0.31x, below the 40,000/s target. Both fast paths matter: the fast
+# order-enforcing wrapper over the plain bounds wrapper alone gave 60,042/s, the plain
+# order-enforcing over the fast bounds wrapper 35,851/s (raw env: 99,350/s).
+# tests/envs/test_aec.py checks that both behave like PettingZoo's own.
 
 
 class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):

@@ -61,7 +61,7 @@ from skyjo_env.core.layout import (
     TOTAL,
     TURN,
 )
-from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
 
 #: Bump when the layout changes: checkpoints record it and refuse a mismatch.
 OBSERVATION_VERSION = 2
@@ -370,7 +370,7 @@ def observation_bounds(rules: SkyjoRules) -> tuple[np.ndarray, np.ndarray]:
 
     round_low = min(0, *penalised(slots * min_card))
     round_high = max(0, *penalised(slots * max_card))
-    rounds = rules.max_rounds or 1000
+    rounds = rules.max_rounds or MAX_ROUNDS
     target = rules.target_score
     low[slices["total_scores"]] = rounds * round_low / target
     # a game ends in the round a total reaches the target: below target + one round

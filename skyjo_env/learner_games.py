@@ -9,6 +9,12 @@ compiled helpers here do the per-game loops of both.
 
 Rewards are those of `skyjo_env.rewards` (`seat_rewards_into`), taken for the learner's
 seat and summed over the opponents' moves between two learner decisions.
+
+Failures: a bad learner action is rejected before anything changes. Anything that fails
+once the games are being played (an opponent that raises, returns actions that are not
+integers of the right shape, or plays an illegal action) leaves them half-played: the
+error propagates naming the opponent, and every later `LearnerGames.advance` raises
+`EnvNeedsResetError` until all games are restarted (the envs' ``reset()``).
 """
 
 from __future__ import annotations
@@ -48,6 +54,26 @@ Opponents = Agent | Sequence[Agent] | Callable[[np.random.Generator], Any]
 
 _GAME_OVER = int(Phase.GAME_OVER)
 _JIT_DISABLED = bool(numba.config.DISABLE_JIT)
+
+
+class OpponentError(RuntimeError):
+    """An opponent agent raised inside the env; the message names it, ``__cause__`` is the
+    agent's own exception."""
+
+
+class EnvNeedsResetError(RuntimeError):
+    """A step or reset failed part-way earlier: the games are half-played until reset."""
+
+
+def agent_name(agent: Any) -> str:
+    """The agent's ``name`` for messages (its class name if it has none)."""
+    return str(getattr(agent, "name", type(agent).__name__))
+
+
+def _one_line(error: BaseException, limit: int = 200) -> str:
+    """``Type: first line of the message`` of ``error``, at most ``limit`` characters."""
+    text = f"{type(error).__name__}: {str(error).strip()}".splitlines()[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def opponent_seed(seed: int) -> np.random.SeedSequence:
@@ -204,13 +230,17 @@ def next_streams(rng, which):
 def integer_actions(actions, shape: tuple[int, ...], what: str) -> np.ndarray:
     """``actions`` as int64 after checking they are integers of ``shape``.
 
+    Bool arrays are refused (``True`` is not an action id), and so are floats, even
+    integral ones: a cast would hide a caller's bug.
+
     Raises:
         ValueError: Naming ``what`` and the dtype and shape received.
     """
     actions = np.asarray(actions)
     if actions.shape != shape or actions.dtype.kind not in "iu":
         raise ValueError(
-            f"{what} must be integers of shape {shape}, got {actions.dtype} {actions.shape}"
+            f"{what} must be an integer array of shape {shape}, got dtype {actions.dtype} "
+            f"shape {actions.shape}"
         )
     return actions.astype(np.int64, copy=False)
 
@@ -243,7 +273,11 @@ class LearnerGames:
             or a penalised illegal action).
         truncated: bool (N,), the engine's turn cap ended the game.
         over: bool (N,), ``terminated | truncated``: the game waits for `start`.
-        masks: bool (N, A), the learner's legal actions (all False where over).
+        masks: bool (N, A), the learner's legal actions (all False where over, and
+            everywhere after a failure, until restarted).
+        failure: None while the games are consistent; after an exception escaped
+            `advance` or `start` part-way, a one-line description of it (then `advance`
+            refuses with `EnvNeedsResetError` until every game is restarted).
     """
 
     def __init__(
@@ -302,6 +336,7 @@ class LearnerGames:
         self._assignment = np.zeros((num_games, max(1, self.num_players - 1)), np.int64)
         self._chooser: Callable[[np.random.Generator], Any] | None = None
         self._single_agent = True
+        self.failure: str | None = None
         self.set_opponents(opponents, rng)
 
     # -------------------------------------------------------------- opponents
@@ -351,20 +386,29 @@ class LearnerGames:
                 with a chooser).
 
         Raises:
-            ValueError: Something that is not an agent, or the wrong number of agents.
+            ValueError: Something that is not an agent, or the wrong number of agents
+                (the opponents in use then stay as they were, as after any exception the
+                chooser raises).
         """
+        saved = (self._agents, self._index_of, self._assignment.copy(), self._chooser)
         self._agents = []
         self._index_of = {}
-        if not isinstance(opponents, (Agent, Sequence)) and callable(opponents):
-            if rng is None:
-                raise ValueError("set_opponents needs an rng to apply a chooser")
-            self._chooser = opponents
-            for b in range(self.num_games):
-                self._assignment[b] = self._seat_indices(opponents(rng))
-        else:
-            self._chooser = None
-            self._assignment[:] = self._seat_indices(opponents)
-        self._agents_changed()
+        try:
+            if not isinstance(opponents, (Agent, Sequence)) and callable(opponents):
+                if rng is None:
+                    raise ValueError("set_opponents needs an rng to apply a chooser")
+                self._chooser = opponents
+                for b in range(self.num_games):
+                    self._assignment[b] = self._seat_indices(opponents(rng))
+            else:
+                self._chooser = None
+                self._assignment[:] = self._seat_indices(opponents)
+        except BaseException:
+            # a half-filled assignment would point games at agents of the new registry
+            self._agents, self._index_of, self._assignment, self._chooser = saved
+            raise
+        finally:
+            self._agents_changed()
 
     def _agents_changed(self) -> None:
         self._single_agent = len(self._agents) == 1
@@ -390,9 +434,29 @@ class LearnerGames:
 
     # -------------------------------------------------------------- play
 
+    def check_usable(self) -> None:
+        """Raise if an earlier `advance` or `start` failed part-way (see ``failure``).
+
+        Raises:
+            EnvNeedsResetError: Naming the earlier failure and asking for ``reset()``.
+        """
+        if self.failure is not None:
+            raise EnvNeedsResetError(
+                f"an earlier step or reset failed part-way ({self.failure}), leaving the "
+                f"games half-played: call reset() before stepping again"
+            )
+
+    def _failed(self, error: BaseException) -> None:
+        """Record a failure part-way through play; no learner action is legal until reset."""
+        self.failure = _one_line(error)
+        self.masks[:] = False
+
     def start(self, which: np.ndarray, seeds: Sequence[int] | np.ndarray, seats: np.ndarray,
               rng: np.random.Generator) -> None:
         """Start new games and play the opponents up to each one's first learner decision.
+
+        Restarting every game clears an earlier failure (see ``failure``); restarting some
+        leaves it in place.
 
         Args:
             which: int64 (K,) game indices.
@@ -401,20 +465,33 @@ class LearnerGames:
                 from `next_game_streams`.
             seats: int64 (K,) the learner's seat in each started game.
             rng: The env's generator (handed to an opponent chooser).
+
+        Raises:
+            OpponentError, IllegalActionError, ValueError: An opponent failed (named in the
+                message); ``failure`` is then set.
         """
         which = np.asarray(which, np.int64)
-        if isinstance(seeds, np.ndarray) and seeds.dtype == np.uint64:
-            start_from_streams(self.batch, which, seeds)
+        earlier = self.failure
+        try:
+            if isinstance(seeds, np.ndarray) and seeds.dtype == np.uint64:
+                start_from_streams(self.batch, which, seeds)
+            else:
+                reset(self.batch, list(seeds), which)
+            self.learner_seat[which] = seats
+            self.rewards[which] = 0.0
+            self.terminated[which] = False
+            self.truncated[which] = False
+            self.over[which] = False
+            self._choose_opponents(which, rng)
+            self._play_opponents()
+            self._refresh_masks()
+        except BaseException as error:
+            self._failed(error)
+            raise
+        if earlier is not None and np.unique(which).size < self.num_games:
+            self.masks[:] = False  # the games not restarted are still half-played
         else:
-            reset(self.batch, list(seeds), which)
-        self.learner_seat[which] = seats
-        self.rewards[which] = 0.0
-        self.terminated[which] = False
-        self.truncated[which] = False
-        self.over[which] = False
-        self._choose_opponents(which, rng)
-        self._play_opponents()
-        self._refresh_masks()
+            self.failure = None
 
     def advance(self, actions: np.ndarray) -> None:
         """Apply the learner's actions, then the opponents' until learner decisions again.
@@ -426,23 +503,32 @@ class LearnerGames:
         Raises:
             IllegalActionError: An illegal learner action with ``illegal_action="raise"``
                 (nothing changed), or an illegal opponent action (in any mode).
-            ValueError: ``actions`` are not integers of shape (N,).
+            ValueError: ``actions`` are not integers of shape (N,) (nothing changed), or
+                an opponent's are not.
+            OpponentError: An opponent agent raised.
+            EnvNeedsResetError: An earlier call failed part-way (see ``failure``).
+
+        Any exception but the first two ``nothing changed`` cases (and the refusal) leaves
+        the games half-played and sets ``failure``.
         """
+        self.check_usable()
         actions = integer_actions(actions, (self.num_games,), "actions")
         acts = self._actions
         first = check_learner_actions(actions, self.masks, self.over, acts)
-        if first >= 0:
-            if not self._penalize:
-                raise IllegalActionError(
-                    illegal_action_message(self.batch, first, int(actions[first]))
-                )
-            illegal = ~self.over & (acts < 0)
-            self.rewards[illegal] += self.illegal_penalty
-            self.terminated[illegal] = True
-            self.over[illegal] = True
-        self._step(acts)
-        self._play_opponents()
-        self._refresh_masks()
+        if first >= 0 and not self._penalize:
+            raise IllegalActionError(illegal_action_message(self.batch, first, int(actions[first])))
+        try:
+            if first >= 0:
+                illegal = ~self.over & (acts < 0)
+                self.rewards[illegal] += self.illegal_penalty
+                self.terminated[illegal] = True
+                self.over[illegal] = True
+            self._step(acts)
+            self._play_opponents()
+            self._refresh_masks()
+        except BaseException as error:
+            self._failed(error)
+            raise
 
     def _step(self, acts: np.ndarray) -> None:
         """Apply ``acts`` (each checked against a legal mask already, -1 = no move), then
@@ -470,24 +556,39 @@ class LearnerGames:
             masks = self._opp_masks[:count]
             acts.fill(-1)
             if self._single_agent:
-                self._place_opponent_actions(games, self._agents[0].act(obs, masks), masks)
+                self._opponent_acts(self._agents[0], games, obs, masks)
             else:
                 observers = self._observers[:count]
                 relative = (observers - self.learner_seat[games]) % self.num_players - 1
                 who = self._assignment[games, relative]
                 for index in np.unique(who):
                     rows = np.flatnonzero(who == index)
-                    chosen = self._agents[index].act(obs[rows], masks[rows])
-                    self._place_opponent_actions(games[rows], chosen, masks[rows])
+                    self._opponent_acts(self._agents[index], games[rows], obs[rows], masks[rows])
             self._step(acts)
 
-    def _place_opponent_actions(self, games: np.ndarray, chosen, masks: np.ndarray) -> None:
-        """Check opponent actions against their masks and file them under their games."""
-        chosen = integer_actions(chosen, games.shape, "an opponent's actions")
+    def _opponent_acts(self, agent: Agent, games: np.ndarray, obs: np.ndarray,
+                       masks: np.ndarray) -> None:
+        """Ask ``agent`` for games ``games`` (int64 (K,)), check its int (K,) answer against
+        ``masks`` (bool (K, A)) and file it under those games in ``_actions``.
+
+        Raises:
+            OpponentError: The agent raised.
+            ValueError: Its actions are not integers of shape (K,).
+            IllegalActionError: One of them is illegal.
+        """
+        try:
+            chosen = agent.act(obs, masks)
+        except Exception as error:
+            raise OpponentError(
+                f"opponent agent {agent_name(agent)!r} raised {_one_line(error)}"
+            ) from error
+        chosen = np.asarray(chosen)
+        if chosen.shape != games.shape or chosen.dtype.kind not in "iu":
+            integer_actions(chosen, games.shape, f"opponent agent {agent_name(agent)!r}'s actions")
         bad = scatter_opponent_actions(games, chosen, masks, self._actions)
         if bad >= 0:
-            game = int(games[bad])
-            raise IllegalActionError(illegal_action_message(self.batch, game, int(chosen[bad])))
+            message = illegal_action_message(self.batch, int(games[bad]), int(chosen[bad]))
+            raise IllegalActionError(f"opponent agent {agent_name(agent)!r} played an {message}")
 
     def _refresh_masks(self) -> None:
         batch = self.batch
@@ -523,8 +624,11 @@ class LearnerGames:
 
 
 __all__ = [
+    "EnvNeedsResetError",
     "LearnerGames",
+    "OpponentError",
     "Opponents",
+    "agent_name",
     "check_learner_actions",
     "collect_events",
     "gather_opponent_views",

@@ -13,6 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from skyjo_env.core.actions import Phase
+from skyjo_env.core.engine import IllegalActionError, illegal_action_message
 from skyjo_env.core.layout import PHASE, ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.learner_games import LearnerGames, Opponents, opponent_seed
@@ -21,6 +22,39 @@ from skyjo_env.render import render_ansi
 from skyjo_env.view_options import observation_box, resolve_rules
 
 _GAME_OVER = int(Phase.GAME_OVER)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def action_id(action: Any) -> int:
+    """``action`` as a Python int, if it is one action id.
+
+    Accepts a Python int and a NumPy integer scalar or one-element integer array (SB3
+    hands ``np.int64``). Bools (``True`` is an int to Python), floats (even ``3.0``),
+    strings, None and bigger arrays are refused rather than cast: a cast would hide a bug.
+
+    Raises:
+        TypeError: Not an integer; the message shows what was received.
+        ValueError: An integer array with more than one element.
+    """
+    if type(action) is int:  # the common case first
+        return action
+    if isinstance(action, (bool, np.bool_)):
+        raise TypeError(f"action must be an int action id, got the bool {action!r}")
+    if isinstance(action, np.integer):
+        return int(action)
+    if isinstance(action, np.ndarray):
+        if action.dtype.kind not in "iu":
+            raise TypeError(
+                f"action must be an int action id, got an array of dtype {action.dtype}"
+            )
+        if action.size != 1:
+            raise ValueError(
+                f"action must be one int action id, got an array of shape {action.shape}"
+            )
+        return int(action.reshape(-1)[0])
+    if isinstance(action, int):  # an int subclass such as an IntEnum member
+        return int(action)
+    raise TypeError(f"action must be an int action id, got {type(action).__name__} {action!r}")
 
 
 class SkyjoGymEnv(gymnasium.Env):
@@ -49,6 +83,10 @@ class SkyjoGymEnv(gymnasium.Env):
     when the engine's turn cap stops the game. With ``illegal_action="raise"`` (default) an
     illegal action raises the engine's `IllegalActionError` and nothing changes. The
     Gymnasium and SB3 checkers sample unmasked actions, so they run with ``"penalize"``.
+    An action that is not one int id (a bool, a float, a string, ...) raises
+    ``TypeError``/``ValueError`` and nothing changes. An opponent that raises or plays an
+    illegal or malformed action inside ``reset``/``step`` leaves the game half-played: the
+    error names the opponent, and ``step`` refuses (`EnvNeedsResetError`) until ``reset()``.
 
     ``info``: ``{"learner_seat": int}`` and, at the end of an episode that was not ended by
     an illegal action, ``"total_scores"`` and ``"round_scores"`` (of the last scored round;
@@ -114,8 +152,8 @@ class SkyjoGymEnv(gymnasium.Env):
 
     def set_opponents(self, opponents: Opponents) -> None:
         """Change the opponents from their next decision on (see `LearnerGames.set_opponents`)."""
-        self._owns_opponent = False
         self.games.set_opponents(opponents, self.np_random)
+        self._owns_opponent = False  # only once the new opponents are in place
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None
@@ -147,12 +185,24 @@ class SkyjoGymEnv(gymnasium.Env):
             ``(observation float32 (O,), reward, terminated, truncated, info)``.
 
         Raises:
-            IllegalActionError: Illegal action under ``illegal_action="raise"``.
+            IllegalActionError: Illegal action under ``illegal_action="raise"`` (nothing
+                changes), or an opponent's illegal action.
+            TypeError, ValueError: ``action`` is not one int action id (see `action_id`;
+                nothing changes).
+            OpponentError: An opponent agent raised (named in the message).
+            EnvNeedsResetError: An earlier step or reset failed part-way (an opponent's
+                error): the game is half-played until ``reset()``.
             RuntimeError: Stepping an episode that has ended.
         """
         games = self.games
+        games.check_usable()
         if games.over[0]:
             raise RuntimeError("the episode has ended: call reset() before step()")
+        action = action_id(action)
+        if not _INT64_MIN <= action <= _INT64_MAX:  # no int64 holds it; illegal anyway
+            if games.illegal_action == "raise":
+                raise IllegalActionError(illegal_action_message(games.batch, 0, action))
+            action = games.num_actions  # an id just as illegal, that int64 holds
         self._action[0] = action
         games.advance(self._action)
         reward = float(games.rewards[0])
@@ -189,4 +239,4 @@ class SkyjoGymEnv(gymnasium.Env):
         """Nothing to release; safe to call more than once."""
 
 
-__all__ = ["SkyjoGymEnv"]
+__all__ = ["SkyjoGymEnv", "action_id"]

@@ -28,7 +28,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 
 from skyjo_env.core.layout import ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.learner_games import LearnerGames, Opponents, opponent_seed
+from skyjo_env.learner_games import LearnerGames, Opponents, integer_actions, opponent_seed
 from skyjo_env.protocol import RandomAgent
 from skyjo_env.render import render_ansi
 from skyjo_env.view_options import observation_box, resolve_rules
@@ -65,6 +65,12 @@ class SkyjoVecEnv(VecEnv):
     Opponents: one `Agent` for all opponent seats, a sequence of ``P-1`` agents (by seat
     after the learner), or a chooser ``f(rng) -> Agent | Sequence[Agent]`` called at every
     game start; change them with `set_opponents`. Default: a `RandomAgent`.
+
+    Failures: actions that are not an integer array of shape (N,) are refused in
+    ``step_async`` (``ValueError``), an illegal learner action in ``step_wait``
+    (``illegal_action="raise"``); neither changes anything. An opponent that raises or plays
+    an illegal or malformed action leaves the games half-played: the error names the
+    opponent, and every later step raises `EnvNeedsResetError` until ``reset()``.
     """
 
     def __init__(
@@ -141,8 +147,8 @@ class SkyjoVecEnv(VecEnv):
 
     def set_opponents(self, opponents: Opponents) -> None:
         """Swap the opponents (an agent, ``P-1`` agents, or a chooser), effective at once."""
-        self._owns_opponent = False
         self.games.set_opponents(opponents, self._rng)
+        self._owns_opponent = False  # only once the new opponents are in place
 
     @property
     def learner_seat(self) -> np.ndarray:
@@ -165,17 +171,24 @@ class SkyjoVecEnv(VecEnv):
             seeds = games.next_game_streams(which)
         else:
             seeds = [int(s) for s in self._rng.integers(2**63, size=self.num_envs)]
-        self._reset_seeds()
-        self._reset_options()
         seats = self._rng.integers(self.rules.num_players, size=self.num_envs)
         games.start(which, seeds, seats, self._rng)
+        # consumed only now: a reset that failed (an opponent raised) can be retried as is
+        self._reset_seeds()
+        self._reset_options()
         self._started = True
         self.reset_infos = [{"learner_seat": int(s)} for s in seats]
         return games.observe()
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Store the learner's actions, int (N,), for `step_wait`."""
-        self._actions = actions
+        """Store the learner's actions, int (N,), for `step_wait`.
+
+        Raises:
+            ValueError: ``actions`` are not an integer array of shape (N,) (floats and
+                bools included); nothing is stored.
+        """
+        self._actions = None  # a refused call must not leave earlier actions to play
+        self._actions = integer_actions(actions, (self.num_envs,), "SkyjoVecEnv actions")
 
     def step_wait(self) -> VecEnvStepReturn:
         """Play the stored actions, the opponents' replies, and restart finished games.
@@ -184,15 +197,20 @@ class SkyjoVecEnv(VecEnv):
             ``(observations float32 (N, O), rewards float32 (N,), dones bool (N,), infos)``.
 
         Raises:
-            IllegalActionError: An illegal learner action under ``illegal_action="raise"``.
+            IllegalActionError: An illegal learner action under ``illegal_action="raise"``
+                (nothing changes), or an opponent's illegal action.
+            OpponentError: An opponent agent raised (named in the message); as with an
+                opponent's illegal or malformed actions, the games are then half-played
+                and every later step raises `EnvNeedsResetError` until ``reset()``.
         """
-        if self._actions is None:
+        actions, self._actions = self._actions, None
+        if actions is None:
             raise RuntimeError("step_async must be called before step_wait")
+        games = self.games
+        games.check_usable()
         if not self._started:
             raise RuntimeError("call reset() before stepping")
-        games = self.games
-        actions, self._actions = np.asarray(self._actions), None
-        games.advance(actions.reshape(self.num_envs))
+        games.advance(actions)
         observations = games.observe()
         rewards = games.rewards.astype(np.float32)
         games.rewards[:] = 0.0

@@ -5,8 +5,13 @@ Example::
     python evaluate.py --agents ev greedy --games 1000 --seed 0 --json report.json
 
 One agent spec per seat (2 to 8; the number of players follows). Every input is checked
-before the first game: a bad spec, rules preset, checkpoint or output directory ends the
-run with a one-line message on stderr and exit status 2, and no output file is written.
+before the first game: a bad spec (including an agent whose ``act`` cannot take
+``(observations, action_masks)``), rules preset, checkpoint, seed, game count (at most
+`agents.evaluation.games.max_games`, which bounds the memory of the records) or output
+directory ends the run with a one-line message on stderr and exit status 2, and no output
+file is written. An agent that fails during play (its ``act`` raises, or returns an illegal
+or malformed action) ends it with a one-line message naming the agent and exit status 1;
+Ctrl-C ends it with exit status 130. No traceback is printed for any of these.
 """
 
 from __future__ import annotations
@@ -16,7 +21,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.evaluation.games import AgentActionError, agent_seed
+from agents.evaluation.games import (
+    MAX_RECORDS_BYTES,
+    AgentActionError,
+    agent_seed,
+    max_games,
+)
 from agents.evaluation.report import format_table, write_reports
 from agents.evaluation.tournament import play_tournament
 from agents.registry import VALID_FORMS, make_agent
@@ -25,6 +35,7 @@ from skyjo_env.core.rules import MAX_PLAYERS, load_rules
 PROG = "evaluate"
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
 
 
 class UsageError(ValueError):
@@ -90,6 +101,13 @@ def _prepare(args: argparse.Namespace):
         raise UsageError(f"--agents needs 2 to {MAX_PLAYERS} agent specs, got {count}")
     if args.games < 1:
         raise UsageError(f"--games must be >= 1, got {args.games}")
+    limit = max_games(count)
+    if args.games > limit:
+        raise UsageError(
+            f"--games {args.games} is too many for {count} agents: at most {limit} (the "
+            f"per-game records are capped at {MAX_RECORDS_BYTES / 2**30:g} GiB); split the "
+            "run over several seeds"
+        )
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
     for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
@@ -122,13 +140,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 2 for a bad input (nothing written), 1 when an agent
-        fails during play (nothing written).
+        fails during play (nothing written), 130 on Ctrl-C.
     """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has printed its message already
         return int(exit_.code or 0)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         rules, agents = _prepare(args)
     except UsageError as error:
@@ -145,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except AgentActionError as error:
         return _fail(str(error), EXIT_RUNTIME)
+    except (ValueError, MemoryError) as error:  # anything _prepare could not foresee
+        return _fail(f"{type(error).__name__}: {error}", EXIT_RUNTIME)
     print(format_table(result))
     try:
         written = write_reports(

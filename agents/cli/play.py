@@ -5,7 +5,14 @@
 
 Each of your decisions shows the table (the ansi rendering) and a numbered menu of the
 legal actions; type the number, or a slot as ``row,col`` where a slot is asked for.
-Anything else is answered with a hint and asked again. Ctrl-D or ``q`` quits.
+Anything else is answered with a hint and asked again.
+
+Exit status: 0 when the game ends or you quit (``q`` or Ctrl-D / end of input, answered
+"Bye."), 130 on Ctrl-C ("Interrupted.", the shell's convention for SIGINT), 2 for a bad
+argument (unknown opponent spec, rules, seat or a negative seed) and 1 when an opponent
+agent fails (its ``act`` raises or returns an illegal action); errors are one line on
+stderr naming the input or the agent, never a traceback. A game stopped by the turn cap
+(``max_turns_per_round``) is reported as truncated, with no winner.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agents.registry import AgentSpecError, make_agent
+from agents.evaluation.games import AgentActionError, act_checked, agent_label, agent_seed
+from agents.registry import make_agent
 from skyjo_env.core import (
     ActionKind,
     Phase,
@@ -30,8 +38,14 @@ from skyjo_env.core import (
     winners,
 )
 from skyjo_env.core.layout import EVENT_ROUND_ENDED, ROUND_SCORE, TOTAL
+from skyjo_env.core.rules import MAX_PLAYERS
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.render import render_ansi
+
+PROG = "skyjo-play"
+EXIT_USAGE = 2
+EXIT_RUNTIME = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
 
 
 class QuitGame(Exception):
@@ -99,24 +113,50 @@ def ask_action(state, rules: SkyjoRules, read: Callable[[str], str], write) -> i
 
 
 def play_game(rules: SkyjoRules, agents: dict, human_seat: int, seed: int,
-              read: Callable[[str], str] = input, write=print) -> list[int]:
-    """Play one game with a person at ``human_seat``; returns the final totals."""
+              read: Callable[[str], str] = input, write=print,
+              specs: dict | None = None) -> list[int]:
+    """Play one game with a person at ``human_seat``; returns the final totals.
+
+    Args:
+        rules: The rules.
+        agents: seat -> agent for every other seat.
+        human_seat: The person's seat.
+        seed: Deal seed (non-negative int).
+        read: Reads one answer (like `input`).
+        write: Shows one line (like `print`).
+        specs: seat -> spec of each agent, for error messages.
+
+    Raises:
+        QuitGame: The person quit. AgentActionError: an agent's ``act`` raised or chose an
+        illegal action (the message names it).
+    """
     state = new_batch(rules, 1)
     reset(state, [seed])
     encoder = ObservationEncoder(rules)
+    only_game = np.zeros(1, np.int64)
     while not state.all_over:
         seat = int(state.current_player[0])
         if seat == human_seat:
             action = ask_action(state, rules, read, write)
         else:
+            agent = agents[seat]
+            label = agent_label(agent.name, (specs or {}).get(seat))
             observation = encoder.encode(state, [seat])
-            action = int(agents[seat].act(observation, legal_action_mask(state))[0])
+            mask = legal_action_mask(state)
+            action = int(act_checked(agent, f"{label} at seat {seat}", observation, mask,
+                                     only_game, state)[0])
         events = step(state, np.array([action]))
         if events[0] & EVENT_ROUND_ENDED:
             scores = state.seat[0, :, ROUND_SCORE].tolist()
             totals = state.seat[0, :, TOTAL].tolist()
             write(f"Round over. Round scores {scores}, totals {totals}.")
     totals = state.seat[0, :, TOTAL].tolist()
+    if state.truncated[0]:
+        write(
+            f"Game over: truncated by the turn cap ({rules.max_turns_per_round} turns in a "
+            f"round); the round is not scored and nobody wins. Totals {totals}."
+        )
+        return totals
     best = winners(state, 0)
     outcome = "You win!" if best == [human_seat] else (
         "Shared win!" if human_seat in best else f"Seat(s) {best} win."
@@ -132,32 +172,55 @@ def build_parser() -> argparse.ArgumentParser:
                         help="agent specs for the other seats (default: ev)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--rules", default="official", help="rules preset or YAML path")
-    parser.add_argument("--seed", type=int, default=None, help="deal seed (default: random)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="deal seed, a non-negative int (default: random)")
     return parser
 
 
+def _fail(message: str, status: int) -> int:
+    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return status
+
+
 def main(argv: list[str] | None = None, read: Callable[[str], str] = input, write=print) -> int:
-    """Run the command line; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    """Run the command line; returns the exit code (see the module docstring)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed its message already
+        return int(exit_.code or 0)
     players = len(args.opponents) + 1
+    if players > MAX_PLAYERS:
+        return _fail(
+            f"--opponents takes 1 to {MAX_PLAYERS - 1} specs, got {len(args.opponents)}",
+            EXIT_USAGE,
+        )
+    if args.seed is not None and args.seed < 0:
+        return _fail(f"--seed must be >= 0, got {args.seed}", EXIT_USAGE)
     try:
         rules = load_rules(args.rules, num_players=players)
-        if not 0 <= args.seat < players:
-            raise ValueError(f"--seat must be in 0..{players - 1}")
-        seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
-        opponent_seats = [s for s in range(players) if s != args.seat]
-        agents = {
-            seat: make_agent(spec, rules, seed=seed + seat)
-            for seat, spec in zip(opponent_seats, args.opponents, strict=True)
-        }
-    except (ValueError, AgentSpecError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError, OSError) as error:
+        return _fail(f"--rules {args.rules!r}: {error}", EXIT_USAGE)
+    if not 0 <= args.seat < players:
+        return _fail(f"--seat must be in 0..{players - 1}, got {args.seat}", EXIT_USAGE)
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+    opponent_seats = [s for s in range(players) if s != args.seat]
+    specs = dict(zip(opponent_seats, args.opponents, strict=True))
+    try:
+        # each agent's generator spawned from the deal seed, as evaluate.py does
+        agents = {seat: make_agent(spec, rules, seed=agent_seed(seed, seat))
+                  for seat, spec in specs.items()}
+    except ValueError as error:  # AgentSpecError, or a bad value the agent rejected
+        return _fail(str(error), EXIT_USAGE)
     write(f"Skyjo, {players} players; you are seat {args.seat}. Deal seed {seed}.")
     try:
-        play_game(rules, agents, args.seat, seed, read, write)
+        play_game(rules, agents, args.seat, seed, read, write, specs=specs)
     except QuitGame:
         write("Bye.")
+    except KeyboardInterrupt:
+        write("Interrupted.")
+        return EXIT_INTERRUPTED
+    except AgentActionError as error:
+        return _fail(str(error), EXIT_RUNTIME)
     return 0
 
 

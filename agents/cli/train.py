@@ -7,8 +7,12 @@ import sys
 from pathlib import Path
 
 from agents.ppo.checkpoint import CheckpointError
-from agents.ppo.config import load_train_config
-from agents.ppo.training import train
+from agents.ppo.config import TrainConfigError, check_agent_specs, load_train_config
+from agents.ppo.training import WarmStartInterrupted, train
+from agents.registry import AgentSpecError
+
+#: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
 
 DEFAULT_RUN_DIR = "runs/default"
 
@@ -55,33 +59,61 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
+        # every config mistake surfaces here, before any training work starts
         config = load_train_config(
             config_path,
             seed=args.seed,
             total_timesteps=args.total_timesteps,
             progress=False if args.no_progress else None,
         )
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
+        check_agent_specs(config)
         summary = train(config, run_dir, resume=args.resume)
-    except CheckpointError as error:
+    except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (TrainConfigError, AgentSpecError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # one the trainer did not turn into a clean stop
+        print(
+            f"error: interrupted before training finished; {_saved_files_line(run_dir)}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    _print_summary(summary, config.num_players)
+    return EXIT_INTERRUPTED if summary["interrupted"] else 0
+
+
+def _saved_files_line(run_dir: Path) -> str:
+    last = run_dir / "checkpoints" / "last.zip"
+    if last.is_file():
+        return f"the last checkpoint is {last} (continue with --resume --run-dir {run_dir})"
+    return f"no checkpoint was written to {run_dir}"
+
+
+def _print_summary(summary: dict, num_players: int) -> None:
+    """The closing lines; they name only checkpoints that exist (a run stopped before its
+    first evaluation has no best.zip)."""
     state = "stopped early" if summary["interrupted"] else "finished"
+    last, best = Path(summary["last_checkpoint"]), Path(summary["best_checkpoint"])
+    saved = []
+    if last.is_file():
+        saved.append(f"last checkpoint {last}")
+    if best.is_file():
+        saved.append(f"best {best} (score {summary['best_score']:.3f})")
+    else:
+        saved.append("no best.zip (no evaluation finished)")
     print(
         f"training {state} at {summary['timesteps']:,} steps "
-        f"({summary['steps_per_second']:,.0f} steps/s); "
-        f"last checkpoint {summary['last_checkpoint']}, best {summary['best_checkpoint']} "
-        f"(score {summary['best_score']:.3f})"
+        f"({summary['steps_per_second']:,.0f} steps/s); {', '.join(saved)}"
     )
-    opponents = " ".join(["ev"] * (config.num_players - 1))
-    print(
-        f"evaluate it: python evaluate.py --agents ppo:{summary['best_checkpoint']} {opponents} "
-        "--games 1000"
-    )
-    return 130 if summary["interrupted"] else 0
+    to_evaluate = best if best.is_file() else last if last.is_file() else None
+    if to_evaluate is not None:
+        opponents = " ".join(["ev"] * (num_players - 1))
+        print(
+            f"evaluate it: python evaluate.py --agents ppo:{to_evaluate} {opponents} "
+            "--games 1000"
+        )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,12 @@ Design:
   mean, e.g. an agent that wins every game) the interval falls back to the Wilson score
   interval with one trial per deal group, which is conservative because a per-deal mean in
   [0, 1] varies no more than a single Bernoulli trial.
+* **Truncated games have no winner.** A game stopped by the turn cap
+  (``rules.max_turns_per_round``) was never decided: every agent's win share in it is 0,
+  so it counts in the win-rate denominators as a game nobody won (the agents' win rates
+  then sum to the fraction of decided games), and the ratings skip it.
+* **Bounded memory.** The per-game records take `record_bytes_per_game` bytes a game;
+  more games than `max_games` (records over `MAX_RECORDS_BYTES`) are refused up front.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -62,9 +68,21 @@ from skyjo_env.protocol import Agent
 #: Largest number of games stepped together; more games reuse finished slots.
 DEFAULT_MAX_BATCH = 8192
 
+#: Most memory the per-game records of one tournament may take (1 GiB); a tournament that
+#: would need more is refused before the first game (the statistics roughly double it).
+MAX_RECORDS_BYTES = 2**30
+
+# a deal seed is kept as a Python int in a list until its games start
+_DEAL_SEED_BYTES = 48
+
 
 class AgentActionError(ValueError):
-    """An agent returned a malformed or illegal action; the message names the agent."""
+    """An agent's ``act`` raised, or returned a malformed or illegal action; the message
+    names the agent."""
+
+
+class TooManyGamesError(ValueError):
+    """More games than the records may hold (see `max_games`)."""
 
 
 def deal_seeds(seed: int, num_deals: int) -> list[int]:
@@ -88,6 +106,7 @@ def agent_seed(seed: int, index: int) -> int:
 
 
 def check_seed(seed: Any) -> int:
+    """``seed`` as an int; raises ValueError unless it is a non-negative int."""
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     return int(seed)
@@ -118,7 +137,8 @@ class GameRecords:
         rotation: int64 (G,), rotation ``r``: agent ``i`` sat at seat ``(i + r) % P``.
         seat: int64 (G, P), seat of each agent.
         total: int64 (G, P), final total score of each agent.
-        win_share: float64 (G, P), 1/k for each of the k lowest totals, else 0.
+        win_share: float64 (G, P), 1/k for each of the k lowest totals, else 0; all 0 in a
+            truncated game (it has no winner).
         rounds: int64 (G,), rounds completed (scored) in the game.
         rounds_finished: int64 (G, P), rounds the agent ended.
         times_penalised: int64 (G, P), rounds in which the agent was penalised as finisher.
@@ -166,6 +186,45 @@ class GameRecords:
         return self.deal.shape[0]
 
 
+def record_bytes_per_game(num_players: int) -> int:
+    """Bytes of `GameRecords` (and deal seeds) one game of ``num_players`` agents takes."""
+    sample = GameRecords.empty(num_players, num_players)
+    records = sum(getattr(sample, field.name).nbytes for field in fields(GameRecords))
+    return -(-(records + _DEAL_SEED_BYTES) // num_players)
+
+
+def max_games(num_players: int) -> int:
+    """Most games one tournament of ``num_players`` agents may play (whole deal groups)
+    so that its records stay within `MAX_RECORDS_BYTES`."""
+    games = MAX_RECORDS_BYTES // record_bytes_per_game(num_players)
+    return games - games % num_players
+
+
+def check_games(games: Any, num_players: int) -> int:
+    """``games`` as an int after checking it is an int in ``1..max_games(num_players)``.
+
+    Raises:
+        ValueError: Not an int >= 1. TooManyGamesError: more than `max_games`.
+    """
+    if not isinstance(games, (int, np.integer)) or isinstance(games, bool) or games < 1:
+        raise ValueError(f"games must be an int >= 1, got {games!r}")
+    limit = max_games(num_players)
+    if games > limit:
+        raise TooManyGamesError(
+            f"games={games} is too many: their records would need about "
+            f"{games * record_bytes_per_game(num_players) / 2**30:.3g} GiB; at most {limit} "
+            f"games for {num_players} agents (records capped at "
+            f"{MAX_RECORDS_BYTES / 2**30:g} GiB; run several seeds instead)"
+        )
+    return int(games)
+
+
+def agent_label(name: str, spec: str | None = None) -> str:
+    """How messages name an agent: ``'ev'``, or ``'ppo' (spec 'ppo:m.zip')`` when the spec
+    says more than the name."""
+    return repr(name) if spec is None or spec == name else f"{name!r} (spec {spec!r})"
+
+
 def _progress_bar(total: int, progress: bool | None):
     from tqdm.auto import tqdm
 
@@ -173,18 +232,64 @@ def _progress_bar(total: int, progress: bool | None):
     return tqdm(total=total, unit="game", desc="games", disable=not enabled, leave=False)
 
 
+def act_checked(
+    agent: Agent,
+    label: str,
+    observations: np.ndarray,
+    masks: np.ndarray,
+    rows: np.ndarray,
+    state,
+    slot_game: np.ndarray | None = None,
+) -> np.ndarray:
+    """Ask ``agent`` for its actions in ``rows`` of the batch and check them.
+
+    Args:
+        agent: The agent holding the acting seat in those rows.
+        label: The agent in messages (see `agent_label`).
+        observations: float32 (B, O), every batch row's observation.
+        masks: bool (B, A), every batch row's legal actions.
+        rows: int64 (n,), the batch rows to act in.
+        state: The `BatchState` (for the reason an action is illegal).
+        slot_game: int64 (B,), the tournament game in each batch row, or None.
+
+    Returns:
+        int64 (n,), the agent's legal actions.
+
+    Raises:
+        AgentActionError: ``act`` raised (any exception; KeyboardInterrupt passes through)
+            or returned actions of the wrong shape or dtype, or an illegal action.
+    """
+    try:
+        chosen = agent.act(observations[rows], masks[rows])
+    except Exception as error:  # the agent's own bug, reported with its name
+        raise AgentActionError(
+            f"agent {label} failed in act(): {type(error).__name__}: {error}"
+        ) from error
+    return _check_actions(chosen, rows, masks, label, state, slot_game)
+
+
 def _check_actions(
-    actions: Any, rows: np.ndarray, masks: np.ndarray, name: str, state, slot_game: np.ndarray
+    actions: Any,
+    rows: np.ndarray,
+    masks: np.ndarray,
+    label: str,
+    state,
+    slot_game: np.ndarray | None,
 ) -> np.ndarray:
     """Validate one agent's answer for ``rows`` of the batch; int64 (len(rows),)."""
-    array = np.asarray(actions)
+    try:
+        array = np.asarray(actions)
+    except Exception as error:  # e.g. a ragged list
+        raise AgentActionError(
+            f"agent {label} returned actions that are not an array: {error}"
+        ) from error
     if array.shape != rows.shape:
         raise AgentActionError(
-            f"agent {name!r} returned actions of shape {array.shape} for {rows.size} games; "
+            f"agent {label} returned actions of shape {array.shape} for {rows.size} games; "
             f"expected ({rows.size},)"
         )
     if not np.issubdtype(array.dtype, np.integer):
-        raise AgentActionError(f"agent {name!r} returned actions of dtype {array.dtype}, not ints")
+        raise AgentActionError(f"agent {label} returned actions of dtype {array.dtype}, not ints")
     array = array.astype(np.int64, copy=False)
     num_actions = masks.shape[1]
     in_range = (array >= 0) & (array < num_actions)
@@ -194,10 +299,8 @@ def _check_actions(
         k = int(np.flatnonzero(~legal)[0])
         row = int(rows[k])
         detail = illegal_action_message(state, row, int(array[k]))
-        raise AgentActionError(
-            f"agent {name!r} chose an illegal action in tournament game {int(slot_game[row])}: "
-            f"{detail}"
-        )
+        where = "" if slot_game is None else f" in tournament game {int(slot_game[row])}"
+        raise AgentActionError(f"agent {label} chose an illegal action{where}: {detail}")
     return array
 
 
@@ -208,6 +311,7 @@ def play_games(
     seed: int,
     *,
     names: Sequence[str] | None = None,
+    specs: Sequence[str] | None = None,
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
 ) -> tuple[GameRecords, float]:
@@ -216,9 +320,11 @@ def play_games(
     Args:
         agents: One agent per seat position, ``len(agents) == rules.num_players``.
         rules: The rules (``num_players`` must equal the number of agents).
-        games: Games wanted (>= 1); rounded up to a multiple of ``num_players``.
+        games: Games wanted, 1 to `max_games` (``num_players``); rounded up to a multiple
+            of ``num_players``.
         seed: Master seed of the deals (non-negative int).
         names: Names used in error messages (default: the agents' names).
+        specs: Specs shown beside the names in error messages (default: none).
         progress: Show a progress bar; None shows one only when stderr is a terminal.
         max_batch: Most games stepped together.
 
@@ -226,17 +332,22 @@ def play_games(
         ``(records, elapsed_s)``.
 
     Raises:
-        ValueError: Bad arguments. AgentActionError: an agent returned an illegal or
-        malformed action.
+        ValueError: Bad arguments (`TooManyGamesError` for too many games).
+        AgentActionError: an agent's ``act`` raised or returned an illegal or malformed
+            action.
     """
     players = rules.num_players
     if len(agents) != players:
         raise ValueError(f"{len(agents)} agents for {players} seats; give one agent per seat")
-    if not isinstance(games, (int, np.integer)) or isinstance(games, bool) or games < 1:
-        raise ValueError(f"games must be an int >= 1, got {games!r}")
+    games = check_games(games, players)
     if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
         raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
     names = list(names) if names is not None else display_names([a.name for a in agents])
+    if specs is not None and len(specs) != players:
+        raise ValueError(f"{len(specs)} specs for {players} agents")
+    labels = [
+        agent_label(name, None if specs is None else specs[i]) for i, name in enumerate(names)
+    ]
     num_deals = -(-int(games) // players)
     num_games = num_deals * players
     seeds = deal_seeds(seed, num_deals)
@@ -285,9 +396,8 @@ def play_games(
                 rows = np.flatnonzero(owner == index)
                 if rows.size == 0:
                     continue
-                chosen = agent.act(observations[rows], masks[rows])
-                actions[rows] = _check_actions(
-                    chosen, rows, masks, names[index], state, slot_game
+                actions[rows] = act_checked(
+                    agent, labels[index], observations, masks, rows, state, slot_game
                 )
             step(state, actions, events)
             done = np.flatnonzero(events & EVENT_GAME_ENDED)
@@ -311,7 +421,9 @@ def _record(records: GameRecords, state, slots: np.ndarray, ids: np.ndarray) -> 
     totals = by_agent(TOTAL)
     records.total[ids] = totals
     is_winner = totals == totals.min(axis=1, keepdims=True)
-    records.win_share[ids] = is_winner / is_winner.sum(axis=1, keepdims=True)
+    # a game stopped by the turn cap was never decided: nobody wins it
+    is_winner &= ~state.truncated[slots][:, None]
+    records.win_share[ids] = is_winner / np.maximum(is_winner.sum(axis=1, keepdims=True), 1)
     records.rounds[ids] = state.game[slots, ROUND]
     records.rounds_finished[ids] = by_agent(ROUNDS_FINISHED)
     records.times_penalised[ids] = by_agent(TIMES_PENALISED)

@@ -77,7 +77,10 @@ def format_table(result: TournamentResult) -> str:
     ]
     truncated = int(result.records.truncated.sum())
     if truncated:
-        lines.append(f"warning: {truncated} game(s) truncated by the turn cap")
+        lines.append(
+            f"warning: {truncated} game(s) truncated by the turn cap "
+            f"(max_turns_per_round={rules.max_turns_per_round}): no winner in those"
+        )
     headers = [
         "agent",
         "win rate",
@@ -126,7 +129,8 @@ def format_table(result: TournamentResult) -> str:
     lines.append(
         "win rate: shared wins count 1/k; CI: Student-t over per-deal means "
         "(Wilson if no spread); finish rate: rounds ended / rounds played; "
-        "penalty rate: penalised / rounds ended"
+        "penalty rate: penalised / rounds ended; a game truncated by the turn cap counts as "
+        "no win for anyone and is left out of the ratings"
     )
     return "\n".join(lines)
 

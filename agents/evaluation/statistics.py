@@ -7,36 +7,24 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.stats
 
 from agents.evaluation.games import GameRecords
 
-# Student-t 97.5% quantiles for 1..30 degrees of freedom (two-sided 95% interval).
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-
-
-_Z975 = 1.959963984540054
+#: Two-sided 95% intervals use the 97.5% quantile.
+_UPPER = 0.975
+_Z975 = float(scipy.stats.norm.ppf(_UPPER))
 
 
 def t_quantile_975(df: int) -> float:
     """Two-sided 95% Student-t critical value for ``df`` >= 1 degrees of freedom.
 
-    Exact table values up to 30; beyond, the Cornish-Fisher expansion (error < 1e-4).
+    Raises:
+        ValueError: ``df`` < 1.
     """
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = _Z975
-    return (
-        z
-        + (z**3 + z) / (4 * df)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
-    )
+    return float(scipy.stats.t.ppf(_UPPER, df))
 
 
 def mean_confidence_interval(samples: np.ndarray) -> tuple[float, float, float]:
@@ -75,17 +63,35 @@ def win_rate_interval(per_deal_shares: np.ndarray) -> tuple[float, float, float]
 
 
 def wilson_interval(rate: float, trials: int) -> tuple[float, float]:
-    """95% Wilson score interval of a success fraction ``rate`` over ``trials`` trials."""
+    """95% Wilson score interval of a success fraction ``rate`` over ``trials`` trials.
+
+    The formula is written out rather than taken from ``scipy.stats.binomtest``, which
+    needs a whole number of successes: here ``rate * trials`` may be fractional (a deal
+    group's mean win share, e.g. 0.5 for a deal whose rotations split the wins). For whole
+    numbers of successes it equals ``binomtest(k, trials).proportion_ci("wilson")``.
+
+    Raises:
+        ValueError: ``trials`` < 1 or ``rate`` outside [0, 1].
+    """
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+    if not -1e-9 <= rate <= 1 + 1e-9:  # a mean of shares may round an ulp past [0, 1]
+        raise ValueError(f"rate must be in [0, 1], got {rate}")
+    rate = min(1.0, max(0.0, rate))
     z2 = _Z975**2
     center = (rate + z2 / (2 * trials)) / (1 + z2 / trials)
     half = _Z975 * math.sqrt(rate * (1 - rate) / trials + z2 / (4 * trials**2)) / (1 + z2 / trials)
-    return max(0.0, center - half), min(1.0, center + half)
+    # at rate 0 (or 1) the bound is exactly 0 (or 1); the subtraction leaves an ulp or so
+    low = 0.0 if rate == 0.0 else max(0.0, center - half)
+    high = 1.0 if rate == 1.0 else min(1.0, center + half)
+    return low, high
 
 
 def openskill_ratings(records: GameRecords, names: Sequence[str]) -> list[tuple[float, float, float]]:
     """OpenSkill Plackett-Luce ratings from the games, fed one by one in game order.
 
-    Each game ranks the agents by final total (lowest first; equal totals tie).
+    Each game ranks the agents by final total (lowest first; equal totals tie). A game
+    truncated by the turn cap has no result and is skipped.
 
     Args:
         records: The games.
@@ -101,7 +107,7 @@ def openskill_ratings(records: GameRecords, names: Sequence[str]) -> list[tuple[
     totals = records.total
     # rank = 1 + number of strictly lower totals: ties share a rank
     ranks = 1 + (totals[:, None, :] < totals[:, :, None]).sum(axis=2)
-    for g in range(records.num_games):
+    for g in np.flatnonzero(~records.truncated):
         teams = model.rate([[rating] for rating in ratings], ranks=ranks[g].tolist())
         ratings = [team[0] for team in teams]
     return [(float(r.mu), float(r.sigma), float(r.ordinal())) for r in ratings]

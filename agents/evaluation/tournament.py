@@ -24,6 +24,13 @@ from agents.evaluation.statistics import (
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import Agent
 
+#: How games stopped by the turn cap count (in the JSON report and the table footnote).
+TRUNCATED_POLICY = (
+    "a game truncated by the turn cap has no winner: it counts as a game without a win "
+    "for every agent (win rates then sum to the decided fraction) and is left out of "
+    "the ratings"
+)
+
 
 @dataclass
 class AgentStats:
@@ -31,7 +38,8 @@ class AgentStats:
 
     Rates are per game unless named otherwise. ``win_rate_ci`` is the 95% Student-t
     interval over per-deal-group mean win shares, clipped to [0, 1] (see
-    `win_rate_interval`).
+    `win_rate_interval`). A game truncated by the turn cap counts as a game without a win
+    (its win share is 0 for every agent) and is left out of the rating.
     """
 
     name: str
@@ -128,6 +136,7 @@ class TournamentResult:
                 "Wilson score interval over deal groups when their spread is zero"
             ),
             "truncated_games": int(self.records.truncated.sum()),
+            "truncated_games_policy": TRUNCATED_POLICY,
             "elapsed_s": self.elapsed_s,
             "games_per_second": self.games_per_second if self.elapsed_s > 0 else None,
             "agents": [stats.to_dict() for stats in self.agents],
@@ -233,14 +242,22 @@ def play_tournament(
         repeated names numbered (``ev#1``, ``ev#2``).
 
     Raises:
-        ValueError: Bad arguments. AgentActionError: an agent chose an illegal action.
+        ValueError: Bad arguments (`TooManyGamesError` for too many games).
+        AgentActionError: an agent's ``act`` raised or chose an illegal action.
     """
     names = display_names([agent.name for agent in agents])
     specs = list(specs) if specs is not None else [agent.name for agent in agents]
     if len(specs) != len(agents):
         raise ValueError(f"{len(specs)} specs for {len(agents)} agents")
     records, elapsed = play_games(
-        agents, rules, games, seed, names=names, progress=progress, max_batch=max_batch
+        agents,
+        rules,
+        games,
+        seed,
+        names=names,
+        specs=specs,
+        progress=progress,
+        max_batch=max_batch,
     )
     return TournamentResult(
         games=records.num_games,

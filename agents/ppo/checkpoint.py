@@ -1,41 +1,90 @@
-"""PPO checkpoints: saving with metadata, reading and checking the metadata, loading.
+"""PPO checkpoints: weights and JSON metadata only, written atomically, loaded without
+ever executing code from the file.
 
-A checkpoint is the zip that sb3-contrib's ``MaskablePPO.save`` writes, plus one member,
-``skyjo_meta.json``, recording what the network was trained for::
+A checkpoint (format ``skyjo-rl-ppo/2``) is a zip with these members:
 
-    {"format": "skyjo-rl-ppo/1", "rules": {...}, "observation_version": 1,
-     "observation_size": 108, "num_actions": 27, "timesteps": 1234567, ...}
+=====================  ==================================================================
+member                 content
+=====================  ==================================================================
+``skyjo_meta.json``    what the network was trained for and how to rebuild it::
 
-`save_checkpoint` writes it atomically (a temporary file, then a rename), so a killed
-process never leaves a half-written checkpoint. `load_ppo_agent` refuses a missing or
-corrupt file, a file that is not a skyjo-rl checkpoint, and a checkpoint trained for other
-rules or another observation layout, each with a `CheckpointError` that names the problem.
+                           {"format": "skyjo-rl-ppo/2", "rules": {...},
+                            "observation_version": 2, "observation_size": 108,
+                            "num_actions": 27, "timesteps": 1234567,
+                            "policy": {"net_arch": [256, 256], "activation": "relu",
+                                       "features": "grid"}, "config": {...}, ...}
+``policy.pth``         the policy's ``state_dict`` (``torch.save`` of plain tensors)
+``optimizer.pth``      the Adam optimizer's ``state_dict`` (tensors, numbers, lists)
+any extra member       bytes the trainer stores for resuming (e.g. ``training_state.json``)
+=====================  ==================================================================
+
+Loading builds the network from the metadata (`build_policy`) and reads the tensors with
+``torch.load(..., weights_only=True)``, which refuses anything but tensors and plain
+containers, so a crafted file cannot run code. Stable-Baselines3's own ``load`` is never
+used: it cloudpickle-deserialises the ``data`` member, i.e. runs whatever the file says.
+Old ``skyjo-rl-ppo/1`` checkpoints (written by ``MaskablePPO.save``) still load: their
+``policy.pth`` is a plain state_dict, their optimizer is ``policy.optimizer.pth``, their
+architecture is in ``metadata["config"]``, and their pickled ``data`` member is ignored.
+
+Every problem (missing, truncated or corrupt file, bad metadata, tensors that do not fit
+the architecture, a torch file that is not plain tensors) is a `CheckpointError` naming
+the path and the problem.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_path
+from agents.ppo.config import ACTIVATIONS, FEATURES
 from skyjo_env.core.actions import num_actions
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import OBSERVATION_VERSION, ObservationLayout
 
-CHECKPOINT_FORMAT = "skyjo-rl-ppo/1"
-
+CHECKPOINT_FORMAT = "skyjo-rl-ppo/2"
+"""The format `save_checkpoint` writes."""
+LEGACY_FORMAT = "skyjo-rl-ppo/1"
+"""The format of checkpoints written by ``MaskablePPO.save`` plus our metadata."""
+READABLE_FORMATS = (CHECKPOINT_FORMAT, LEGACY_FORMAT)
 
 META_MEMBER = "skyjo_meta.json"
+POLICY_MEMBER = "policy.pth"
+OPTIMIZER_MEMBER = "optimizer.pth"
+LEGACY_OPTIMIZER_MEMBER = "policy.optimizer.pth"
+RESERVED_MEMBERS = (META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER)
+
+# a crafted file must not make us allocate without bound: the shipped 256x256 networks
+# are about 1 MB, so these limits leave room for far larger ones
+MAX_MEMBER_BYTES = 1 << 30
+MAX_LAYERS = 32
+MAX_LAYER_WIDTH = 16384
 
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, corrupt, or made for other rules or observations."""
 
 
+def _where(path: str | Path) -> str:
+    return f"checkpoint {str(path)!r}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}"
+
+
 def checkpoint_metadata(rules: SkyjoRules, timesteps: int, **extra: Any) -> dict[str, Any]:
-    """The metadata recorded in a checkpoint trained under ``rules``."""
+    """The metadata recorded in a checkpoint trained under ``rules``.
+
+    ``extra`` usually holds ``config`` (the `TrainConfig` as a dict), from which
+    `save_checkpoint` derives the ``policy`` entry when none is given.
+    """
     return {
         "format": CHECKPOINT_FORMAT,
         "rules": rules.to_dict(),
@@ -47,58 +96,272 @@ def checkpoint_metadata(rules: SkyjoRules, timesteps: int, **extra: Any) -> dict
     }
 
 
-def save_checkpoint(model, path: str | Path, metadata: dict[str, Any]) -> Path:
-    """Save ``model`` (a MaskablePPO) with ``metadata`` to ``path`` atomically.
+# ---------------------------------------------------------------------------- architecture
+
+
+def policy_architecture(metadata: Mapping[str, Any], path: str | Path = "<metadata>") -> dict:
+    """The validated network description of a checkpoint's metadata.
+
+    Taken from ``metadata["policy"]``, or, for checkpoints written before that entry
+    existed, from the training config in ``metadata["config"]``.
 
     Returns:
-        The path written (``.zip`` appended when missing).
+        ``{"net_arch": list[int], "activation": str, "features": str}``.
+
+    Raises:
+        CheckpointError: Neither entry exists, or a field is missing or not allowed.
+    """
+    source = metadata.get("policy")
+    if source is None:
+        source = metadata.get("config")
+    if not isinstance(source, Mapping):
+        raise CheckpointError(
+            f"{_where(path)} has no network description (no 'policy' or 'config' entry in "
+            f"{META_MEMBER})"
+        )
+    net_arch = source.get("net_arch")
+    if (
+        not isinstance(net_arch, list)
+        or not 1 <= len(net_arch) <= MAX_LAYERS
+        or any(type(n) is not int or not 1 <= n <= MAX_LAYER_WIDTH for n in net_arch)
+    ):
+        raise CheckpointError(
+            f"{_where(path)} has net_arch {net_arch!r}: expected 1 to {MAX_LAYERS} layer "
+            f"widths, each an int in 1..{MAX_LAYER_WIDTH}"
+        )
+    activation, features = source.get("activation"), source.get("features")
+    if activation not in ACTIVATIONS:
+        raise CheckpointError(
+            f"{_where(path)} has activation {activation!r}: allowed {list(ACTIVATIONS)}"
+        )
+    if features not in FEATURES:
+        raise CheckpointError(f"{_where(path)} has features {features!r}: allowed {list(FEATURES)}")
+    return {"net_arch": list(net_arch), "activation": activation, "features": features}
+
+
+def describe_policy(policy) -> dict[str, Any]:
+    """The ``policy`` metadata entry of a built MaskableActorCriticPolicy (when a
+    checkpoint's metadata has no training config to derive it from)."""
+    import torch
+
+    from agents.ppo.features import GridFeaturesExtractor
+
+    net_arch = policy.net_arch
+    layers = net_arch["pi"] if isinstance(net_arch, Mapping) else net_arch
+    names = {torch.nn.ReLU: "relu", torch.nn.Tanh: "tanh"}
+    return {
+        "net_arch": [int(n) for n in layers],
+        "activation": names.get(policy.activation_fn, repr(policy.activation_fn)),
+        "features": "grid" if isinstance(policy.features_extractor, GridFeaturesExtractor) else "raw",
+    }
+
+
+def _metadata_rules(metadata: Mapping[str, Any], path: str | Path) -> SkyjoRules:
+    try:
+        return SkyjoRules.from_dict(metadata["rules"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{_where(path)} has unreadable rules: {error}") from error
+
+
+def _inference_learning_rate(_progress_remaining: float) -> float:
+    # SB3 builds the optimizer from a schedule; inference never steps it
+    return 0.0
+
+
+def build_policy(metadata: Mapping[str, Any], path: str | Path = "<metadata>"):
+    """A fresh, untrained sb3-contrib ``MaskableActorCriticPolicy`` on the CPU with the
+    architecture a checkpoint's metadata records (the same ``policy_kwargs`` the trainer
+    uses). The global torch random state is left as it was.
+
+    Args:
+        metadata: A checkpoint's metadata (`read_metadata`).
+        path: Named in errors.
+
+    Raises:
+        CheckpointError: Unreadable rules or architecture, or an observation size or action
+            count that these rules do not give.
+    """
+    import torch
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from skyjo_env.view_options import observation_box
+
+    architecture = policy_architecture(metadata, path)
+    rules = _metadata_rules(metadata, path)
+    observation_space = observation_box(rules)
+    actions = num_actions(rules.num_slots)
+    if metadata.get("observation_size") != observation_space.shape[0]:
+        raise CheckpointError(
+            f"{_where(path)} expects {metadata.get('observation_size')!r} observation "
+            f"features; its rules give {observation_space.shape[0]}"
+        )
+    if metadata.get("num_actions") != actions:
+        raise CheckpointError(
+            f"{_where(path)} expects {metadata.get('num_actions')!r} actions; its rules "
+            f"give {actions}"
+        )
+    layers = architecture["net_arch"]
+    policy_kwargs: dict[str, Any] = {
+        "net_arch": {"pi": list(layers), "vf": list(layers)},
+        "activation_fn": {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[architecture["activation"]],
+    }
+    if architecture["features"] == "grid":
+        from agents.ppo.features import GridFeaturesExtractor
+
+        policy_kwargs["features_extractor_class"] = GridFeaturesExtractor
+        policy_kwargs["features_extractor_kwargs"] = {"rules": rules.to_dict()}
+    # the random initialisation is overwritten by the loaded weights: keep it from
+    # shifting the caller's torch random stream
+    with torch.random.fork_rng(devices=[]):
+        policy = MaskableActorCriticPolicy(
+            observation_space, spaces.Discrete(actions), _inference_learning_rate, **policy_kwargs
+        )
+    return policy.to("cpu")
+
+
+# ---------------------------------------------------------------------------- saving
+
+
+def _serialise(value) -> bytes:
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def save_checkpoint(
+    model,
+    path: str | Path,
+    metadata: dict[str, Any],
+    extra_members: Mapping[str, bytes] | None = None,
+) -> Path:
+    """Save ``model``'s policy and optimizer with ``metadata`` to ``path`` atomically (a
+    temporary file, then a rename: a killed process never leaves half a checkpoint).
+
+    Writes no pickled objects: ``skyjo_meta.json`` (``metadata`` with ``format`` set to
+    ``skyjo-rl-ppo/2`` and a ``policy`` entry, derived from ``metadata["config"]`` when
+    absent), ``policy.pth`` and ``optimizer.pth`` (state_dicts of tensors), and each
+    ``extra_members`` entry under its own name.
+
+    Args:
+        model: A MaskablePPO (anything with ``.policy`` and ``.policy.optimizer``).
+        path: Destination; ``.zip`` is appended when missing.
+        metadata: JSON-serialisable; see `checkpoint_metadata`.
+        extra_members: Member name -> bytes (the trainer's resume state).
+
+    Returns:
+        The path written.
+
+    Raises:
+        CheckpointError: The metadata's network description does not match the model, or
+            an extra member is not bytes or reuses a reserved name.
     """
     path = Path(path)
     if path.suffix != ".zip":
         path = path.with_name(path.name + ".zip")
+    extra = dict(extra_members or {})
+    for name, content in extra.items():
+        if not isinstance(name, str) or not name or name in RESERVED_MEMBERS:
+            raise CheckpointError(
+                f"{_where(path)}: extra member name {name!r} is empty or reserved "
+                f"({', '.join(RESERVED_MEMBERS)})"
+            )
+        if not isinstance(content, (bytes, bytearray)):
+            raise CheckpointError(
+                f"{_where(path)}: extra member {name!r} must be bytes, got {type(content).__name__}"
+            )
+    meta = dict(metadata)
+    meta["format"] = CHECKPOINT_FORMAT
+    if meta.get("policy") is None and meta.get("config") is None:
+        meta["policy"] = describe_policy(model.policy)
+    meta["policy"] = policy_architecture(meta, path)
+    state = model.policy.state_dict()
+    # refuse to write a checkpoint that would not load back into its own description
+    _check_state(build_policy(meta, path).state_dict(), state, POLICY_MEMBER, path, finite=False)
+    members = {
+        META_MEMBER: json.dumps(meta, indent=2, sort_keys=True).encode(),
+        POLICY_MEMBER: _serialise(state),
+        OPTIMIZER_MEMBER: _serialise(model.policy.optimizer.state_dict()),
+        **{name: bytes(content) for name, content in extra.items()},
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path, suffix=".zip") as temporary:
-        model.save(temporary)
-        with zipfile.ZipFile(temporary, "a") as archive:
-            archive.writestr(META_MEMBER, json.dumps(metadata, indent=2, sort_keys=True))
+        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, content in members.items():
+                archive.writestr(name, content)
     return path
 
 
-def read_metadata(path: str | Path) -> dict[str, Any]:
-    """The metadata of a checkpoint.
+# ---------------------------------------------------------------------------- reading
 
-    Raises:
-        CheckpointError: The file is missing, not a zip, unreadable, or has no valid
-            skyjo-rl metadata.
-    """
+
+def _open_archive(path: str | Path) -> zipfile.ZipFile:
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
+        raise CheckpointError(f"{_where(path)} does not exist")
     try:
-        with zipfile.ZipFile(path) as archive:
-            damaged = archive.testzip()  # reads every member: catches truncation, bad CRCs
-            if damaged is not None:
-                raise CheckpointError(f"checkpoint {str(path)!r} is corrupt: bad data in {damaged}")
-            if META_MEMBER not in archive.namelist():
-                # also what a truncated checkpoint looks like: zipfile then finds the
-                # directory of a zip nested inside it
-                raise CheckpointError(
-                    f"checkpoint {str(path)!r} is corrupt or not a skyjo-rl checkpoint "
-                    f"(no {META_MEMBER} inside)"
-                )
-            metadata = json.loads(archive.read(META_MEMBER))
+        return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
-        if isinstance(error, CheckpointError):
-            raise
-        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt: {error}") from error
+        raise CheckpointError(f"{_where(path)} is corrupt: {_first_line(error)}") from error
+
+
+def read_member(path: str | Path, name: str) -> bytes:
+    """The bytes of member ``name`` of a checkpoint.
+
+    Raises:
+        CheckpointError: The file is missing or corrupt, the member is missing, damaged
+            or larger than 1 GiB.
+    """
+    with _open_archive(path) as archive:
+        try:
+            info = archive.getinfo(name)
+        except KeyError:
+            raise CheckpointError(f"{_where(path)} has no member {name!r}") from None
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise CheckpointError(
+                f"{_where(path)}: member {name!r} is {info.file_size} bytes, more than the "
+                f"{MAX_MEMBER_BYTES} allowed"
+            )
+        try:
+            return archive.read(info)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as error:
+            raise CheckpointError(
+                f"{_where(path)}: member {name!r} is corrupt: {_first_line(error)}"
+            ) from error
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """The metadata of a checkpoint (format ``skyjo-rl-ppo/2`` or ``/1``).
+
+    Raises:
+        CheckpointError: The file is missing, not a zip, damaged, or has no valid
+            skyjo-rl metadata.
+    """
+    with _open_archive(path) as archive:
+        try:
+            damaged = archive.testzip()  # reads every member: catches truncation, bad CRCs
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as error:
+            raise CheckpointError(f"{_where(path)} is corrupt: {_first_line(error)}") from error
+        if damaged is not None:
+            raise CheckpointError(f"{_where(path)} is corrupt: bad data in {damaged}")
+        if META_MEMBER not in archive.namelist():
+            # also what a truncated checkpoint looks like: zipfile then finds the
+            # directory of a zip nested inside it
+            raise CheckpointError(
+                f"{_where(path)} is corrupt or not a skyjo-rl checkpoint (no {META_MEMBER} inside)"
+            )
+    try:
+        metadata = json.loads(read_member(path, META_MEMBER))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"checkpoint {str(path)!r} has corrupt metadata: {error}") from error
-    if not isinstance(metadata, dict) or metadata.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{_where(path)} has corrupt metadata: {_first_line(error)}") from error
+    if not isinstance(metadata, dict):
+        raise CheckpointError(f"{_where(path)} has corrupt metadata: not a JSON object")
+    if metadata.get("format") not in READABLE_FORMATS:
         raise CheckpointError(
-            f"checkpoint {str(path)!r} has format {metadata.get('format')!r}, "
-            f"expected {CHECKPOINT_FORMAT!r}"
-            if isinstance(metadata, dict)
-            else f"checkpoint {str(path)!r} has corrupt metadata"
+            f"{_where(path)} has format {metadata.get('format')!r}, expected one of "
+            f"{list(READABLE_FORMATS)}"
         )
     return metadata
 
@@ -108,35 +371,155 @@ def check_compatible(metadata: dict[str, Any], rules: SkyjoRules, path: str | Pa
     observation layout."""
     if metadata.get("observation_version") != OBSERVATION_VERSION:
         raise CheckpointError(
-            f"checkpoint {str(path)!r} uses observation layout version "
+            f"{_where(path)} uses observation layout version "
             f"{metadata.get('observation_version')!r}; this skyjo-rl encodes version "
             f"{OBSERVATION_VERSION}"
         )
-    try:
-        trained = SkyjoRules.from_dict(metadata["rules"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"checkpoint {str(path)!r} has unreadable rules: {error}") from error
+    trained = _metadata_rules(metadata, path)
     if trained != rules:
         wanted, got = rules.to_dict(), trained.to_dict()
         differing = [f"{k}={got[k]!r} (asked {wanted[k]!r})" for k in wanted if wanted[k] != got[k]]
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} was trained for other rules: " + ", ".join(differing)
-        )
+        raise CheckpointError(f"{_where(path)} was trained for other rules: " + ", ".join(differing))
     if metadata.get("observation_size") != ObservationLayout(rules).size:
         raise CheckpointError(
-            f"checkpoint {str(path)!r} expects {metadata.get('observation_size')} observation "
+            f"{_where(path)} expects {metadata.get('observation_size')} observation "
             f"features; these rules give {ObservationLayout(rules).size}"
         )
 
 
-def load_model(path: str | Path, env=None):
-    """Load the MaskablePPO model of a checkpoint on the CPU (metadata not checked),
-    attached to ``env`` when given (to continue training it)."""
-    from sb3_contrib import MaskablePPO
+def _load_tensors(path: str | Path, name: str):
+    """``torch.load`` of a member with ``weights_only=True``: tensors and plain containers
+    only, so the file's pickle stream can name no function to call."""
+    import torch
 
+    content = read_member(path, name)
     try:
-        return MaskablePPO.load(str(path), env=env, device="cpu")
-    except Exception as error:  # SB3 raises many kinds on a damaged archive
+        return torch.load(io.BytesIO(content), weights_only=True, map_location="cpu")
+    except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError, ...
         raise CheckpointError(
-            f"checkpoint {str(path)!r} is corrupt: {type(error).__name__}: {error}"
+            f"{_where(path)}: member {name!r} is not a plain tensor file ({_first_line(error)})"
+        ) from error
+
+
+def _check_state(
+    expected: Mapping[str, Any], got, name: str, path: str | Path, finite: bool = True
+) -> None:
+    """Raise unless ``got`` has exactly ``expected``'s keys, each a tensor of the same
+    shape (and, with ``finite``, no NaN or infinity)."""
+    import torch
+
+    if not isinstance(got, Mapping):
+        raise CheckpointError(f"{_where(path)}: member {name!r} is not a state_dict")
+    missing = [key for key in expected if key not in got]
+    unexpected = [key for key in got if key not in expected]
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{_where(path)}: {name!r} does not fit the architecture in its metadata "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    for key, reference in expected.items():
+        value = got[key]
+        if not isinstance(value, torch.Tensor) or value.shape != reference.shape:
+            shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise CheckpointError(
+                f"{_where(path)}: {name!r} entry {key!r} is {shape}, the architecture in its "
+                f"metadata needs {tuple(reference.shape)}"
+            )
+        if finite and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise CheckpointError(f"{_where(path)}: {name!r} entry {key!r} has non-finite values")
+
+
+def load_policy(path: str | Path, metadata: dict[str, Any] | None = None):
+    """The trained policy of a checkpoint, in evaluation mode, on the CPU.
+
+    Builds the network from the metadata and loads ``policy.pth`` with
+    ``weights_only=True``; works for both formats and never reads the ``data`` member.
+
+    Args:
+        path: The checkpoint.
+        metadata: Its metadata when already read (`read_metadata`); read otherwise.
+
+    Returns:
+        An sb3-contrib ``MaskableActorCriticPolicy``.
+
+    Raises:
+        CheckpointError: Any problem with the file, its metadata or its tensors.
+    """
+    if metadata is None:
+        metadata = read_metadata(path)
+    policy = build_policy(metadata, path)
+    state = _load_tensors(path, POLICY_MEMBER)
+    _check_state(policy.state_dict(), state, POLICY_MEMBER, path)
+    policy.load_state_dict(state)
+    policy.set_training_mode(False)
+    return policy
+
+
+def _check_optimizer_state(optimizer, state, name: str, path: str | Path) -> None:
+    """Raise unless ``state`` is an optimizer state_dict for ``optimizer``'s parameters
+    (``load_state_dict`` checks group sizes but not the shapes of the moment tensors)."""
+    import torch
+
+    if not isinstance(state, Mapping) or not isinstance(state.get("param_groups"), list) \
+            or not isinstance(state.get("state"), Mapping):
+        raise CheckpointError(f"{_where(path)}: member {name!r} is not an optimizer state_dict")
+    groups = optimizer.param_groups
+    saved = state["param_groups"]
+    if len(saved) != len(groups) or any(
+        not isinstance(s, Mapping) or not isinstance(s.get("params"), list)
+        or len(s["params"]) != len(g["params"])
+        or any(type(index) is not int for index in s["params"])
+        for s, g in zip(saved, groups, strict=True)
+    ):
+        raise CheckpointError(
+            f"{_where(path)}: {name!r} has parameter groups that do not fit the model's optimizer"
+        )
+    parameters = {
+        index: parameter
+        for s, g in zip(saved, groups, strict=True)
+        for index, parameter in zip(s["params"], g["params"], strict=True)
+    }
+    for index, entry in state["state"].items():
+        if index not in parameters or not isinstance(entry, Mapping):
+            raise CheckpointError(f"{_where(path)}: {name!r} has state for unknown parameter {index!r}")
+        shape = parameters[index].shape
+        for key, value in entry.items():
+            if isinstance(value, torch.Tensor) and value.ndim > 0 and value.shape != shape:
+                raise CheckpointError(
+                    f"{_where(path)}: {name!r} state {key!r} of parameter {index} is "
+                    f"{tuple(value.shape)}, the parameter is {tuple(shape)}"
+                )
+            if isinstance(value, float) and not math.isfinite(value):
+                raise CheckpointError(f"{_where(path)}: {name!r} state {key!r} is not finite")
+
+
+def restore_model(path: str | Path, model, metadata: dict[str, Any] | None = None) -> None:
+    """Load a checkpoint's policy weights and optimizer state into ``model``, a
+    MaskablePPO the trainer built from its config (to resume training).
+
+    Both are read with ``weights_only=True`` and checked against ``model`` before either
+    is loaded, so on an error ``model`` is unchanged.
+
+    Raises:
+        CheckpointError: Any problem with the file or its tensors, or tensors that do not
+            fit ``model``'s network or optimizer.
+    """
+    if metadata is None:
+        metadata = read_metadata(path)
+    optimizer_member = (
+        LEGACY_OPTIMIZER_MEMBER if metadata.get("format") == LEGACY_FORMAT else OPTIMIZER_MEMBER
+    )
+    policy_state = _load_tensors(path, POLICY_MEMBER)
+    _check_state(model.policy.state_dict(), policy_state, POLICY_MEMBER, path)
+    optimizer_state = _load_tensors(path, optimizer_member)
+    _check_optimizer_state(model.policy.optimizer, optimizer_state, optimizer_member, path)
+    previous = {key: value.clone() for key, value in model.policy.state_dict().items()}
+    model.policy.load_state_dict(policy_state)
+    try:
+        model.policy.optimizer.load_state_dict(optimizer_state)
+    except (ValueError, KeyError, TypeError, RuntimeError) as error:
+        model.policy.load_state_dict(previous)  # leave the model as it was
+        raise CheckpointError(
+            f"{_where(path)}: {optimizer_member!r} does not fit the model's optimizer "
+            f"({_first_line(error)})"
         ) from error

@@ -1,182 +1,369 @@
 """The training config: `TrainConfig` (one documented field per YAML key; unknown keys
-are an error) and `load_train_config`."""
+are an error), `load_train_config` and `check_agent_specs`.
+
+Validation is pydantic's (strict types, bounds, no NaN/inf), but every error reaches the
+caller as ONE line naming the key, the value and what is allowed, in a `TrainConfigError`:
+
+    config key 'n_envs': got True (bool), expected an integer >= 1
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+import difflib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from skyjo_env.core.rules import (
-    SkyjoRules,
-    dataclass_from_dict,
-    load_rules,
-    read_yaml_mapping,
+import annotated_types
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
 )
 
-OPPONENT_KINDS = ("random", "greedy", "ev", "self")
+from agents.registry import AgentSpecError, make_agent
+from skyjo_env.core.rules import SkyjoRules, available_presets, load_rules, read_yaml_mapping
+
+OpponentKind = Literal["random", "greedy", "ev", "self"]
+Activation = Literal["relu", "tanh"]
+Features = Literal["raw", "grid"]
+
+OPPONENT_KINDS: tuple[str, ...] = get_args(OpponentKind)
+ACTIVATIONS: tuple[str, ...] = get_args(Activation)
+FEATURES: tuple[str, ...] = get_args(Features)
+
+#: Largest master seed: SB3 seeds numpy's legacy global generator (which takes < 2**32)
+#: with it; the margin leaves room for seeds formed by adding small offsets to it.
+MAX_SEED = 2**31 - 1
+
+_SPEC_FORMS = "random, greedy, ev, package.module:Class or ppo:PATH"
 
 
-ACTIVATIONS = ("relu", "tanh")
+class TrainConfigError(ValueError):
+    """A bad training config: a one-line message naming the key, the value and what is allowed."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))  # always one line
 
 
-FEATURES = ("raw", "grid")
+class TrainConfig(BaseModel):
+    """Everything a training run depends on. YAML keys equal these field names.
 
+    Raises:
+        TrainConfigError: (a `ValueError`) on construction or assignment, for an unknown
+            key, a value of the wrong type (bools are not ints, 3.0 is not an int, lists
+            are not scalars; an int is a valid float), NaN/inf, a value out of bounds, or
+            inconsistent keys (``batch_size > n_envs * n_steps``, rules that do not load).
+    """
 
-@dataclass
-class TrainConfig:
-    """Everything a training run depends on. YAML keys equal these field names."""
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        allow_inf_nan=False,
+        validate_assignment=True,
+        use_attribute_docstrings=True,
+    )
 
-    rules: str = "official"
+    rules: str = Field("official", min_length=1)
     """Rules preset name (configs/rules/) or path to a rules YAML file."""
-    num_players: int = 2
+    num_players: int = Field(2, ge=2)
     """Seats at the table (overrides the preset's num_players)."""
-    total_timesteps: int = 3_000_000
+    total_timesteps: int = Field(3_000_000, ge=1)
     """Learner decisions to train for."""
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     """Master seed: games, learner seats, opponents, network initialisation."""
-    n_envs: int = 256
+    n_envs: int = Field(256, ge=1)
     """Games stepped together in the batched VecEnv."""
-    n_steps: int = 64
+    n_steps: int = Field(64, ge=1)
     """Steps per env per rollout (rollout size = n_envs * n_steps)."""
-    batch_size: int = 8192
+    batch_size: int = Field(8192, ge=1)
     """Minibatch size for the PPO update."""
-    n_epochs: int = 2
+    n_epochs: int = Field(2, ge=1)
     """Passes over each rollout."""
-    learning_rate: float = 5e-4
+    learning_rate: float = Field(5e-4, gt=0)
     """Adam step size, decayed linearly to learning_rate_final."""
-    learning_rate_final: float = 1e-4
+    learning_rate_final: float = Field(1e-4, ge=0)
     """Step size at the end of training."""
-    gamma: float = 1.0
+    gamma: float = Field(1.0, gt=0, le=1)
     """Discount factor per learner decision. Below 1, a losing learner gains by stalling
     (postponing the round end), so the default does not discount."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = Field(0.95, ge=0, le=1)
     """GAE lambda."""
-    clip_range: float = 0.2
+    clip_range: float = Field(0.2, gt=0)
     """PPO clip range."""
-    ent_coef: float = 0.01
+    ent_coef: float = Field(0.01, ge=0)
     """Entropy bonus."""
-    vf_coef: float = 0.5
+    vf_coef: float = Field(0.5, ge=0)
     """Value loss weight."""
-    max_grad_norm: float = 0.5
+    max_grad_norm: float = Field(0.5, gt=0)
     """Gradient clipping."""
-    net_arch: list[int] = field(default_factory=lambda: [128, 128])
+    net_arch: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [128, 128], min_length=1
+    )
     """Hidden layer sizes of the policy and value networks (separate networks)."""
-    activation: str = "relu"
+    activation: Activation = "relu"
     """Hidden activation: relu or tanh (relu is much cheaper on a CPU)."""
-    features: str = "grid"
+    features: Features = "grid"
     """Network input: ``raw`` (the observation) or ``grid`` (the observation plus the
     column arithmetic of `agents.ppo.features.GridFeaturesExtractor`)."""
-    torch_threads: int = 1
+    torch_threads: int = Field(1, ge=1)
     """torch intra-op threads (1 is fastest on small shared machines)."""
-    opponent_mix: dict[str, float] = field(
+    opponent_mix: dict[OpponentKind, Annotated[float, Field(ge=0)]] = Field(
         default_factory=lambda: {"random": 0.1, "greedy": 0.3, "ev": 0.3, "self": 0.3}
     )
     """Probability of each opponent kind per game and seat (random, greedy, ev, self)."""
-    max_snapshots: int = 8
+    max_snapshots: int = Field(8, ge=1)
     """Most frozen learner snapshots kept in the opponent pool (oldest dropped)."""
-    snapshot_min_score: float = 0.3
+    snapshot_min_score: float = Field(0.3, ge=0, le=1)
     """Evaluation score (mean win rate vs eval_opponents) a new best must reach before it
     joins the pool: weak early policies would only teach the learner to beat weak play."""
-    shaping: float = 1.0
+    shaping: float = Field(1.0, ge=0)
     """Weight of the potential-based shaping reward (0 = off); see `GridPotentialShaping`."""
-    imitation_teacher: str = "ev"
+    imitation_teacher: str = Field("ev", min_length=1)
     """Agent spec whose moves the policy clones before PPO (see `agents.ppo.imitation`)."""
-    imitation_games: int = 3000
+    imitation_games: int = Field(3000, ge=0)
     """Full teacher self-play games recorded for the warm start (0 = start from scratch)."""
-    imitation_epochs: int = 4
+    imitation_epochs: int = Field(4, ge=1)
     """Passes over the recorded decisions."""
-    value_warmup_rollouts: int = 3
+    value_warmup_rollouts: int = Field(3, ge=0)
     """After the warm start, rollouts during which only the value network learns, so the
     first policy updates use sensible advantages instead of a random critic's."""
-    eval_interval: int = 500_000
+    eval_interval: int = Field(500_000, ge=0)
     """Learner decisions between evaluations (0 = only at the end)."""
-    eval_games: int = 400
+    eval_games: int = Field(400, ge=1)
     """Full games per baseline in each evaluation (duplicated deals, seats rotated)."""
-    eval_opponents: list[str] = field(default_factory=lambda: ["greedy", "ev"])
-    """Agent specs evaluated against (all seats but the learner's)."""
-    checkpoint_interval: int = 250_000
+    eval_opponents: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["greedy", "ev"], min_length=1
+    )
+    """Agent specs evaluated against (all seats but the learner's). At least one: every
+    run evaluates at least at the end, and best.zip and the pool's snapshots follow the
+    evaluation score."""
+    checkpoint_interval: int = Field(250_000, ge=1)
     """Learner decisions between checkpoints."""
     progress: bool = True
     """Show a progress bar."""
 
-    def __post_init__(self) -> None:
-        def positive(name: str) -> None:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed an int >= 1")
+    def __init__(self, **data: Any) -> None:
+        _refuse_unknown_keys(data)
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise TrainConfigError(_one_line(error, data)) from None
 
-        for name in ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs",
-                     "eval_games", "checkpoint_interval", "torch_threads", "max_snapshots",
-                     "imitation_epochs"):
-            positive(name)
-        for name in ("imitation_games", "value_warmup_rollouts"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed an int >= 0")
-        if not isinstance(self.eval_interval, int) or self.eval_interval < 0:
-            raise ValueError(
-                f"TrainConfig.eval_interval={self.eval_interval!r} is invalid: allowed an int >= 0"
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):  # pydantic's own bookkeeping
+            super().__setattr__(name, value)
+            return
+        _refuse_unknown_keys({name: value})
+        previous = getattr(self, name)
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as error:
+            # a whole-config check fails after pydantic has stored the value: put it back
+            self.__dict__[name] = previous
+            raise TrainConfigError(_one_line(error, {name: value})) from None
+
+    @field_validator("opponent_mix")
+    @classmethod
+    def _weights_have_a_positive_sum(cls, mix: dict[str, float]) -> dict[str, float]:
+        if sum(mix.values()) <= 0:
+            raise ValueError("the weights sum to 0")
+        return mix
+
+    @field_validator("eval_opponents")
+    @classmethod
+    def _specs_are_distinct(cls, specs: list[str]) -> list[str]:
+        repeated = sorted({s for s in specs if specs.count(s) > 1})
+        if repeated:
+            # results are keyed by spec: a repeat would be played and then overwritten
+            raise ValueError(f"{', '.join(map(repr, repeated))} repeated")
+        return specs
+
+    @model_validator(mode="after")
+    def _keys_agree(self) -> TrainConfig:
+        rollout = self.n_envs * self.n_steps
+        if self.batch_size > rollout:
+            raise TrainConfigError(
+                f"config key 'batch_size': got {_show(self.batch_size)}, expected at most "
+                f"n_envs * n_steps = {self.n_envs} * {self.n_steps} = {rollout}"
             )
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"TrainConfig.seed={self.seed!r} is invalid: allowed an int >= 0")
-        unknown = sorted(set(self.opponent_mix) - set(OPPONENT_KINDS))
-        if unknown:
-            raise ValueError(
-                f"TrainConfig.opponent_mix has unknown kinds {unknown}: allowed {OPPONENT_KINDS}"
-            )
-        weights = list(self.opponent_mix.values())
-        if not weights or any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise ValueError(
-                f"TrainConfig.opponent_mix={self.opponent_mix!r} is invalid: allowed "
-                "non-negative weights with a positive sum"
-            )
-        if self.batch_size > self.n_envs * self.n_steps:
-            raise ValueError(
-                f"TrainConfig.batch_size={self.batch_size} is invalid: allowed at most "
-                f"n_envs * n_steps = {self.n_envs * self.n_steps}"
-            )
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(
-                f"TrainConfig.activation={self.activation!r} is invalid: allowed {list(ACTIVATIONS)}"
-            )
-        if self.features not in FEATURES:
-            raise ValueError(
-                f"TrainConfig.features={self.features!r} is invalid: allowed {list(FEATURES)}"
-            )
-        if not self.net_arch or any(not isinstance(n, int) or n < 1 for n in self.net_arch):
-            raise ValueError(
-                f"TrainConfig.net_arch={self.net_arch!r} is invalid: allowed a list of ints >= 1"
-            )
-        for name in ("learning_rate", "learning_rate_final", "gamma", "gae_lambda",
-                     "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "shaping",
-                     "snapshot_min_score"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"TrainConfig.{name}={value!r} is invalid: allowed a number >= 0")
-        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            raise ValueError("TrainConfig.gamma must lie in (0, 1] and gae_lambda in [0, 1]")
         self.resolve_rules()
+        return self
 
     def resolve_rules(self) -> SkyjoRules:
-        """The `SkyjoRules` this config trains for (preset + num_players)."""
-        return load_rules(self.rules, num_players=self.num_players)
+        """The `SkyjoRules` this config trains for (preset + num_players).
+
+        Raises:
+            TrainConfigError: the preset or file does not load (names ``rules``), or it
+                refuses ``num_players`` (names ``num_players``).
+        """
+        try:
+            load_rules(self.rules)
+        except (ValueError, OSError) as error:  # OSError: an unreadable rules file
+            raise TrainConfigError(f"config key 'rules': {error}") from error
+        try:
+            return load_rules(self.rules, num_players=self.num_players)
+        except ValueError as error:
+            raise TrainConfigError(
+                f"config key 'num_players': got {self.num_players} for rules "
+                f"{self.rules!r}: {error}"
+            ) from error
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data, as written to config.yaml."""
-        return dataclasses.asdict(self)
+        """Plain data, as written to config.yaml (keys in field order)."""
+        return self.model_dump()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Build from plain data; unknown keys raise `ValueError` naming them."""
-        return dataclass_from_dict(cls, data, "training config", "key")
+    def from_dict(cls, data: Any) -> TrainConfig:
+        """Build from plain data.
+
+        Raises:
+            TrainConfigError: ``data`` is not a mapping, names an unknown key, or holds a
+                bad value (see the class docstring).
+        """
+        if not isinstance(data, dict):
+            raise TrainConfigError(
+                f"training config must be a mapping of key: value, got {type(data).__name__}"
+            )
+        _refuse_unknown_keys(data)  # before ``cls(**data)``, which needs string keys
+        return cls(**data)
+
+
+def check_agent_specs(config: TrainConfig) -> None:
+    """Build every agent spec the config names once, so a bad one fails before training.
+
+    Checks each of ``eval_opponents`` and, when a warm start will run
+    (``imitation_games > 0``), ``imitation_teacher``, through `agents.registry.make_agent`.
+
+    Raises:
+        TrainConfigError: a spec names no agent, or its agent cannot be built or loaded
+            (the message names the key and carries the registry's reason).
+    """
+    rules = config.resolve_rules()
+    keyed = [("eval_opponents", spec) for spec in config.eval_opponents]
+    if config.imitation_games > 0:
+        keyed.append(("imitation_teacher", config.imitation_teacher))
+    for key, spec in keyed:
+        try:
+            make_agent(spec, rules, seed=config.seed)
+        except AgentSpecError as error:  # the registry wraps checkpoint errors in it
+            raise TrainConfigError(f"config key {key!r}: {error}") from error
 
 
 def load_train_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:
-    """Defaults, updated from a YAML file (if given), then from ``overrides`` (not None)."""
+    """Defaults, updated from a YAML file (if given), then from ``overrides`` (not None).
+
+    Raises:
+        TrainConfigError: the file is missing, unreadable, not valid YAML or not a mapping,
+            or the merged data is not a valid `TrainConfig`.
+    """
     data: dict[str, Any] = {}
     if path is not None:
-        data = read_yaml_mapping(Path(path), "training config", "key: value")
+        data = read_config_file(Path(path))
     data.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig.from_dict(data)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The mapping a training-config YAML file holds (an empty file gives ``{}``).
+
+    Raises:
+        TrainConfigError: the path is missing or a directory, the file cannot be read or
+            decoded, is not valid YAML (the message gives line and column) or holds no
+            mapping.
+    """
+    if path.is_dir():
+        raise TrainConfigError(f"training config {str(path)!r} is a directory, not a YAML file")
+    try:
+        return read_yaml_mapping(path, "training config", "key: value")
+    except (OSError, UnicodeDecodeError) as error:
+        raise TrainConfigError(f"training config {str(path)!r} cannot be read: {error}") from None
+    except ValueError as error:
+        cause = error.__cause__
+        if isinstance(cause, yaml.MarkedYAMLError) and cause.problem_mark is not None:
+            mark = cause.problem_mark
+            raise TrainConfigError(
+                f"training config {str(path)!r} is not valid YAML: {cause.problem} "
+                f"(line {mark.line + 1}, column {mark.column + 1})"
+            ) from None
+        raise TrainConfigError(str(error)) from None
+
+
+# --- one-line messages ---------------------------------------------------------------
+
+#: What a field allows, where its type and bounds alone do not say it.
+_ALLOWED = {
+    "net_arch": "a non-empty list of integers >= 1 (hidden layer sizes)",
+    "opponent_mix": f"a mapping of opponent kinds ({', '.join(OPPONENT_KINDS)}) to finite "
+    "weights >= 0 with a positive sum",
+    "imitation_teacher": f"an agent spec ({_SPEC_FORMS})",
+    "eval_opponents": f"a non-empty list of distinct agent specs ({_SPEC_FORMS})",
+}
+
+_BOUNDS = ((annotated_types.Ge, "ge", ">="), (annotated_types.Gt, "gt", ">"),
+           (annotated_types.Le, "le", "<="), (annotated_types.Lt, "lt", "<"))
+
+_TYPE_WORDS = {int: "an integer", float: "a finite number", bool: "true or false",
+               str: "a non-empty string"}
+
+
+def allowed_values(key: str) -> str:
+    """What the `TrainConfig` field ``key`` allows, in words (``"an integer >= 1"``)."""
+    if key == "rules":  # presets listed when asked, not at import
+        return f"a rules preset name ({', '.join(available_presets())}) or a path to a YAML file"
+    if key in _ALLOWED:
+        return _ALLOWED[key]
+    info = TrainConfig.model_fields[key]
+    if get_origin(info.annotation) is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in get_args(info.annotation))
+    bounds = {symbol: getattr(m, attribute) for m in info.metadata
+              for kind, attribute, symbol in _BOUNDS if isinstance(m, kind)}
+    words = _TYPE_WORDS[info.annotation]
+    if info.annotation is int and ">=" in bounds and "<=" in bounds:
+        return f"{words} in {bounds['>=']}..{bounds['<=']}"
+    limits = " and ".join(f"{symbol} {value}" for symbol, value in bounds.items())
+    return f"{words} {limits}" if limits else words
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    kind = "null" if value is None else type(value).__name__
+    return f"{text} ({kind})"
+
+
+def _one_line(error: ValidationError, data: dict[str, Any]) -> str:
+    """The first problem of ``error`` as one line naming the key (and the others' keys)."""
+    problems = error.errors()
+    first = problems[0]
+    if not first["loc"]:  # a whole-config check, already phrased in `_keys_agree`
+        return str(first.get("ctx", {}).get("error", first["msg"]))
+    key = str(first["loc"][0])
+    message = f"config key {key!r}: got {_show(data.get(key))}, expected {allowed_values(key)}"
+    if first["type"] == "value_error":  # a field validator's reason
+        message += f" ({first['ctx']['error']})"
+    elif len(first["loc"]) > 1:  # inside a list or mapping: say where
+        where = "".join(f"[{part!r}]" for part in first["loc"][1:] if part != "[key]")
+        message += f" (bad entry {key}{where})"
+    others = sorted({str(p["loc"][0]) for p in problems[1:] if p["loc"]} - {key})
+    if others:
+        message += f"; also bad: {', '.join(map(repr, others))}"
+    return message
+
+
+def _refuse_unknown_keys(data: dict[Any, Any]) -> None:
+    known = list(TrainConfig.model_fields)
+    unknown = [key for key in data if key not in known]
+    if not unknown:
+        return
+    key = unknown[0]
+    close = difflib.get_close_matches(str(key), known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    more = f" (and {len(unknown) - 1} more: {unknown[1:]!r})" if len(unknown) > 1 else ""
+    raise TrainConfigError(
+        f"unknown training config key {key!r}{hint}{more}; known keys: {', '.join(known)}"
+    )

@@ -27,8 +27,8 @@ feature                   size    content (per own slot ``s``, card ``c``)
 
 Everything is a function of the observation, so the features add no information, only
 make it easy to use; the environment's observation layout (and its version) is unchanged.
-The extractor has no parameters; SB3 stores its class and keyword arguments in the
-checkpoint, so a saved model rebuilds it on load.
+The extractor has no parameters; a checkpoint records ``features: grid`` in its metadata
+and the loader (`agents.ppo.checkpoint.build_policy`) rebuilds the extractor from it.
 """
 
 from __future__ import annotations

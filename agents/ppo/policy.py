@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.ppo.checkpoint import CheckpointError, check_compatible, load_model, read_metadata
+from agents.ppo.checkpoint import check_compatible, load_policy, read_metadata
 from skyjo_env.core.rules import SkyjoRules
 
 
@@ -15,13 +15,26 @@ class PPOAgent:
 
     Acts greedily (the most probable legal action) by default, so it needs no randomness;
     with ``deterministic=False`` it samples from its own torch generator.
+
+    Args:
+        policy_or_model: A ``MaskableActorCriticPolicy`` (`load_policy`), or an object
+            with one as ``.policy`` (a MaskablePPO, as the trainer passes).
+        name: Shown in results.
+        deterministic: Greedy actions; else sampled.
+        seed: Seeds the sampling generator.
     """
 
-    def __init__(self, model, name: str = "ppo", deterministic: bool = True, seed: int = 0):
+    def __init__(
+        self, policy_or_model, name: str = "ppo", deterministic: bool = True, seed: int = 0
+    ):
         import torch
 
-        self.model = model
-        self.policy = model.policy
+        self.model = policy_or_model
+        self.policy = (
+            policy_or_model
+            if isinstance(policy_or_model, torch.nn.Module)
+            else policy_or_model.policy
+        )
         self.name = name
         self.deterministic = deterministic
         self.generator = torch.Generator().manual_seed(int(seed))
@@ -47,17 +60,13 @@ class PPOAgent:
 def load_ppo_agent(path: str | Path, rules: SkyjoRules, seed: int = 0) -> PPOAgent:
     """A `PPOAgent` from a checkpoint trained for ``rules``.
 
+    The network is built from the checkpoint's metadata and its weights are read with
+    ``weights_only=True`` (`load_policy`): loading runs no code from the file.
+
     Raises:
         CheckpointError: Missing or corrupt file, not a skyjo-rl checkpoint, other rules,
-            or another observation layout.
+            another observation layout, or weights that do not fit the architecture.
     """
     metadata = read_metadata(path)
     check_compatible(metadata, rules, path)
-    model = load_model(path)
-    space = model.observation_space
-    if space.shape != (metadata["observation_size"],):
-        raise CheckpointError(
-            f"checkpoint {str(path)!r}: its network takes observations of shape {space.shape}, "
-            f"its metadata says {metadata['observation_size']}"
-        )
-    return PPOAgent(model, name=f"ppo:{Path(path).stem}", seed=seed)
+    return PPOAgent(load_policy(path, metadata), name=f"ppo:{Path(path).stem}", seed=seed)

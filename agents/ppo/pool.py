@@ -1,6 +1,10 @@
 """Training opponents: for each game and each opponent seat, one draw from
 ``opponent_mix`` (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly
-random frozen snapshot of the learner (with no snapshot yet, the heuristics)."""
+random frozen snapshot of the learner (with no snapshot yet, the heuristics).
+
+Also the seeds of a training run's parts (`derived_seed`): each part's seed is a child of
+the master seed, so no two parts share a random stream (as ``seed + k`` sums can).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,27 @@ from skyjo_env.core.rules import (
     SkyjoRules,
 )
 
+#: Spawn keys of `derived_seed`, one per part of a training run that takes a seed.
+SEED_POOL_HEURISTICS = 0
+SEED_IMITATION_TEACHER = 1
+SEED_IMITATION_DATA = 2
+SEED_IMITATION_SHUFFLE = 3
+SEED_EVALUATION = 4
+
+
+def derived_seed(seed: int, *spawn_key: int) -> int:
+    """An int seed for one part of a run: ``SeedSequence(seed, spawn_key=spawn_key)``'s
+    first 32-bit word.
+
+    Agents and the engine take int seeds, so the child sequence is reduced to one int; the
+    spawn key (e.g. ``(SEED_EVALUATION,)``, or ``(SEED_POOL_HEURISTICS, i)``) keeps the
+    parts apart.
+
+    Returns:
+        An int in ``0 .. 2**32 - 1``.
+    """
+    return int(np.random.SeedSequence(seed, spawn_key=spawn_key).generate_state(1)[0])
+
 
 class OpponentPool:
     """Per-game opponent draws from the configured mix of heuristics and snapshots."""
@@ -26,7 +51,7 @@ class OpponentPool:
         self.weights = weights / weights.sum()
         # greedy and ev are always built: "self" falls back on them before any snapshot
         self.heuristics = {
-            kind: make_agent(kind, rules, seed=config.seed + 1000 + i)
+            kind: make_agent(kind, rules, seed=derived_seed(config.seed, SEED_POOL_HEURISTICS, i))
             for i, kind in enumerate(("random", "greedy", "ev"))
         }
         self.snapshots: list[PPOAgent] = []
@@ -51,6 +76,8 @@ class OpponentPool:
 
 
 def frozen_copy(model, name: str) -> PPOAgent:
+    """A `PPOAgent` on a deep copy of ``model``'s policy (in eval mode), named ``name``:
+    training the model on does not change it."""
     snapshot = copy.copy(model)
     snapshot.policy = copy.deepcopy(model.policy)
     snapshot.policy.set_training_mode(False)

@@ -25,31 +25,57 @@ Opponents: for each game and each opponent seat, one draw from ``opponent_mix``
 (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly random frozen
 snapshot of the learner, taken every time the evaluation score reaches a new best of at
 least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the heuristics).
+
+Resume (``train.py --resume``) continues the very same run: checkpoints are taken at the
+start of a rollout (after the previous rollout's update, see `Trainer.checkpoint`), and
+``checkpoints/last.zip`` holds, beside the weights and the optimizer, everything the run
+depends on (`TRAINING_STATE_JSON`, `TRAINING_STATE_ARRAYS`: every game of the env with its
+random stream, learner seats and opponents, the env's, the random opponent's, numpy's and
+torch's generators, the shaping potentials, evaluation and checkpoint schedules, best
+scores, snapshots). A run killed at any moment and resumed writes the same ``eval.jsonl``
+and ends with the same weights as a run never stopped; what the lost segment wrote is
+removed (`truncate_eval_log`, `truncate_tensorboard`), and ``best.zip`` is never replaced
+by a worse model.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import signal
 import time
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
+from agents.atomic import atomic_path
 from agents.evaluation.tournament import play_tournament
 from agents.ppo.checkpoint import (
+    CheckpointError,
     check_compatible,
     checkpoint_metadata,
-    load_model,
+    load_policy,
+    read_member,
     read_metadata,
+    restore_model,
     save_checkpoint,
 )
-from agents.ppo.config import TrainConfig
+from agents.ppo.config import TrainConfig, check_agent_specs
 from agents.ppo.policy import PPOAgent
-from agents.ppo.pool import OpponentPool, frozen_copy
+from agents.ppo.pool import (
+    SEED_EVALUATION,
+    SEED_IMITATION_DATA,
+    SEED_IMITATION_SHUFFLE,
+    SEED_IMITATION_TEACHER,
+    OpponentPool,
+    derived_seed,
+    frozen_copy,
+)
 from agents.ppo.shaping import shaping_wrapper
 from agents.registry import make_agent
 from skyjo_env.core.rules import (
@@ -57,9 +83,32 @@ from skyjo_env.core.rules import (
 )
 from skyjo_env.encoding import ObservationLayout
 
+#: Checkpoint member with the JSON part of the training state (see `Trainer.run_state`).
+TRAINING_STATE_JSON = "training_state.json"
+#: Checkpoint member with the array part of the training state (an ``.npz``, no pickles).
+TRAINING_STATE_ARRAYS = "training_state.npz"
+TRAINING_STATE_VERSION = 1
+
+#: The `skyjo_env.core.engine.BatchState` arrays that make up the env's games.
+_BATCH_FIELDS = ("grid", "slot_state", "draw_pile", "discard_pile", "game", "seat", "rng",
+                 "final_grid", "final_slot_state")
+#: The per-game `skyjo_env.learner_games.LearnerGames` arrays beside them.
+_GAMES_FIELDS = ("learner_seat", "rewards", "terminated", "truncated", "over", "masks")
+
+
+class WarmStartInterrupted(CheckpointError):
+    """SIGTERM or Ctrl-C arrived during the imitation warm start, before any checkpoint.
+
+    A `CheckpointError` because it means exactly that: the run has no checkpoint to resume
+    (the command line reports it in one line).
+    """
+
 
 def evaluate_learner(model, rules: SkyjoRules, specs: list[str], games: int, seed: int) -> dict:
     """Full-game results of the learner against each baseline spec.
+
+    Every baseline and deal is seeded from ``seed`` alone (`derived_seed`), so an
+    evaluation carries no random state over from the previous one.
 
     Returns:
         ``{spec: {"win_rate", "win_rate_ci", "mean_round_score", "mean_total"}}`` with the
@@ -69,11 +118,12 @@ def evaluate_learner(model, rules: SkyjoRules, specs: list[str], games: int, see
     for index, spec in enumerate(specs):
         learner = PPOAgent(model, name="learner")
         others = [
-            make_agent(spec, rules, seed=seed + 10 * index + k)
+            make_agent(spec, rules, seed=derived_seed(seed, index, 1 + k))
             for k in range(rules.num_players - 1)
         ]
         outcome = play_tournament(
-            [learner, *others], rules, games, seed + index, progress=False, ratings=False
+            [learner, *others], rules, games, derived_seed(seed, index, 0), progress=False,
+            ratings=False,
         )
         stats = outcome.agents[0]
         results[spec] = {
@@ -85,42 +135,103 @@ def evaluate_learner(model, rules: SkyjoRules, specs: list[str], games: int, see
     return results
 
 
+# ---------------------------------------------------------------- what the lost segment wrote
+
+
+def truncate_eval_log(path: Path, lines: int) -> None:
+    """Keep the first ``lines`` lines of ``path`` (an ``eval.jsonl``), atomically.
+
+    The lines after them were written after the checkpoint a resumed run starts from; the
+    resumed run writes them again.
+    """
+    if not path.is_file():
+        return
+    kept = path.read_text().splitlines(keepends=True)[:lines]
+    with atomic_path(path) as temporary:
+        temporary.write_text("".join(kept))
+
+
+def truncate_tensorboard(tb_dir: Path, timesteps: int) -> int:
+    """Drop every TensorBoard event logged at a step after ``timesteps``, atomically per file.
+
+    SB3 logs at a step once its rollout is collected, before the checkpoint at that step is
+    taken, so the events after ``timesteps`` are exactly those of the segment a resumed run
+    replays. Each event file is rewritten under its own name (TensorBoard orders files by
+    name, and the resumed run's file sorts after it). A record cut short by a kill ends
+    the file's reading.
+
+    Returns:
+        The number of events dropped.
+    """
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    dropped = 0
+    for path in sorted(tb_dir.rglob("events.out.tfevents*")):
+        records = list(RawEventFileLoader(str(path)).Load())
+        kept = [r for r in records if event_pb2.Event.FromString(r).step <= timesteps]
+        if len(kept) == len(records):
+            continue
+        dropped += len(records) - len(kept)
+        with atomic_path(path) as temporary, open(temporary, "wb") as handle:
+            writer = RecordWriter(handle)
+            for record in kept:
+                writer.write(record)
+    return dropped
+
+
+# ---------------------------------------------------------------- the callback
+
+
 def _make_callback(trainer: Trainer):
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import HParam
 
     class TrainerCallback(BaseCallback):
-        """Progress bar, periodic evaluation, snapshots and checkpoints."""
+        """Progress bar, periodic evaluation, snapshots, checkpoints, polite stops."""
 
         def _on_training_start(self) -> None:
-            config = trainer.config
-            hparams = {
-                k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
-                for k, v in config.to_dict().items()
-            }
-            self.logger.record(
-                "hparams",
-                HParam(hparams, {"eval/score": 0.0, "rollout/ep_rew_mean": 0.0}),
-                exclude=("stdout", "log", "json", "csv"),
-            )
-            for key, value in trainer.imitation_stats.items():
-                self.logger.record(f"imitation/{key}", value)
+            if trainer.pending_log is not None:
+                # resumed: hparams and warm-start figures are logged already; put back what
+                # the last update recorded for the next dump
+                restore_pending_log(self.logger, trainer.pending_log)
+                trainer.pending_log = None
+            else:
+                config = trainer.config
+                hparams = {
+                    k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
+                    for k, v in config.to_dict().items()
+                }
+                self.logger.record(
+                    "hparams",
+                    HParam(hparams, {"eval/score": 0.0, "rollout/ep_rew_mean": 0.0}),
+                    exclude=("stdout", "log", "json", "csv"),
+                )
+                for key, value in trainer.imitation_stats.items():
+                    self.logger.record(f"imitation/{key}", value)
             trainer.open_progress(self.num_timesteps)
-            self.rollouts = 0
-            trainer.freeze_actor(trainer.warmup_rollouts > 0)
+            trainer.freeze_actor(trainer.rollouts_done < trainer.warmup_rollouts)
+
+        def _on_rollout_start(self) -> None:
+            # SB3 calls this after the previous rollout's update: the one moment where the
+            # whole run is in the model, the env and the trainer (no half-filled buffer)
+            if trainer.stop_requested or trainer.due_for_checkpoint(self.num_timesteps):
+                trainer.checkpoint(self.num_timesteps)
+                if trainer.stop_requested:
+                    trainer.stopped_at_checkpoint = self.num_timesteps
 
         def _on_rollout_end(self) -> None:
-            self.rollouts += 1
-            if self.rollouts > trainer.warmup_rollouts:
-                trainer.freeze_actor(False)
+            trainer.rollouts_done += 1
+            trainer.freeze_actor(trainer.rollouts_done <= trainer.warmup_rollouts)
 
         def _on_step(self) -> bool:
             trainer.advance_progress(self.num_timesteps)
             if trainer.due_for_eval(self.num_timesteps):
                 trainer.evaluate(self.num_timesteps, self.logger)
-            if trainer.due_for_checkpoint(self.num_timesteps):
-                trainer.checkpoint(self.num_timesteps)
-            return not trainer.stop_requested
+            # a stop request finishes the rollout and its update first, so the checkpoint
+            # is taken at a rollout start (and resuming it is the same run)
+            return trainer.stopped_at_checkpoint is None
 
         def _on_training_end(self) -> None:
             trainer.freeze_actor(False)
@@ -129,10 +240,51 @@ def _make_callback(trainer: Trainer):
     return TrainerCallback()
 
 
+def pending_log_values(logger) -> dict[str, list]:
+    """The numbers an SB3 logger holds for its next dump: ``{key: [value, count, excluded]}``.
+
+    (SB3 records the update's losses after the rollout's dump, so they wait in the logger
+    across a rollout-start checkpoint.)
+    """
+    pending = {}
+    for key, value in logger.name_to_value.items():
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            excluded = logger.name_to_excluded.get(key)
+            pending[key] = [float(value), int(logger.name_to_count.get(key, 0)),
+                            None if excluded is None else list(excluded)]
+    return pending
+
+
+def restore_pending_log(logger, pending: dict[str, list]) -> None:
+    """Put `pending_log_values` back into an SB3 logger."""
+    for key, (value, count, excluded) in pending.items():
+        logger.name_to_value[key] = value
+        logger.name_to_count[key] = count
+        logger.name_to_excluded[key] = None if excluded is None else tuple(excluded)
+
+
+def _save(model, path: Path, metadata: dict, extra_members: dict | None = None) -> Path:
+    """`save_checkpoint` without touching torch's global generator (it builds a network to
+    check the file against), so where checkpoints fall never changes the run."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        return save_checkpoint(model, path, metadata, extra_members=extra_members)
+
+
+def _generator_state(generator: np.random.Generator) -> dict:
+    return generator.bit_generator.state
+
+
+def _set_generator_state(generator: np.random.Generator, state: dict) -> None:
+    generator.bit_generator.state = state
+
+
 class Trainer:
     """One training run in a run directory (see the module docstring)."""
 
     def __init__(self, config: TrainConfig, run_dir: str | Path):
+        check_agent_specs(config)  # a bad evaluation or teacher spec fails before any work
         self.config = config
         self.rules = config.resolve_rules()
         self.run_dir = Path(run_dir)
@@ -142,12 +294,20 @@ class Trainer:
         self.next_eval = config.eval_interval or config.total_timesteps
         self.next_checkpoint = config.checkpoint_interval
         self.stop_requested = False
+        self.stopped_at_checkpoint: int | None = None
         self.last_eval_step: int | None = None
+        self.eval_lines = 0
+        self.rollouts_done = 0
+        self.pending_log: dict[str, list] | None = None
         self._bar = None
         self.model = None
         self.env = None
+        self.vec_env = None
+        self.monitor = None
+        self.shaping = None
         self.imitation_stats: dict[str, float] = {}
         self.warmup_rollouts = 0
+        self._in_warm_start = False
 
     # paths
     @property
@@ -159,6 +319,11 @@ class Trainer:
     def best_checkpoint(self) -> Path:
         """Path of the best checkpoint by evaluation score."""
         return self.run_dir / "best.zip"
+
+    @property
+    def eval_log(self) -> Path:
+        """Path of the evaluation log (one JSON line per evaluation)."""
+        return self.run_dir / "eval.jsonl"
 
     def _metadata(self, timesteps: int, **extra: Any) -> dict[str, Any]:
         return checkpoint_metadata(
@@ -178,15 +343,14 @@ class Trainer:
 
         from skyjo_env.vec_env import SkyjoVecEnv
 
-        # VecMonitor sits below the shaping, so rollout/ep_rew_mean is the env's own reward
-        env = VecMonitor(
-            SkyjoVecEnv(
-                num_envs=self.config.n_envs, rules=self.rules, opponents=self.pool,
-                seed=self.config.seed,
-            )
+        self.vec_env = SkyjoVecEnv(
+            num_envs=self.config.n_envs, rules=self.rules, opponents=self.pool,
+            seed=self.config.seed,
         )
+        # VecMonitor sits below the shaping, so rollout/ep_rew_mean is the env's own reward
+        env = self.monitor = VecMonitor(self.vec_env)
         if self.config.shaping > 0:
-            env = shaping_wrapper(
+            env = self.shaping = shaping_wrapper(
                 env, ObservationLayout(self.rules), self.config.gamma, self.config.shaping
             )
         self.env = env
@@ -208,6 +372,8 @@ class Trainer:
 
             policy_kwargs["features_extractor_class"] = GridFeaturesExtractor
             policy_kwargs["features_extractor_kwargs"] = {"rules": self.rules.to_dict()}
+        # seed= goes through SB3's public set_random_seed: python, numpy and torch global
+        # generators, the action space, and env.seed(seed) (the VecEnv's documented seeding)
         return MaskablePPO(
             "MlpPolicy",
             self.env,
@@ -228,24 +394,191 @@ class Trainer:
             verbose=0,
         )
 
+    # the run's state beside the weights
+    def _opponent_keys(self) -> list[str]:
+        """A name for each agent the env's games may be using: the pool's heuristic kind,
+        or the snapshot name."""
+        kinds = {id(agent): kind for kind, agent in self.pool.heuristics.items()}
+        return [kinds.get(id(agent), agent.name) for agent in self.vec_env.games.opponents]
+
+    def run_state(self, timesteps: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Everything besides weights and optimizer that the run continues from.
+
+        Reads a few private fields, for want of public accessors: SB3's
+        ``model._last_obs``, ``_last_episode_starts``, ``_n_updates``, the
+        `SkyjoVecEnv`'s generator and started flag and the `LearnerGames` opponent registry.
+
+        Returns:
+            ``(JSON-able dict, {name: array})``.
+        """
+        import torch
+
+        model, vec, games = self.model, self.vec_env, self.vec_env.games
+        # SB3 shuffles minibatches with the legacy global generator, so it is part of the run
+        legacy = np.random.get_state(legacy=False)  # noqa: NPY002
+        state = {
+            "version": TRAINING_STATE_VERSION,
+            "timesteps": int(timesteps),
+            "n_updates": int(model._n_updates),
+            "rollouts_done": self.rollouts_done,
+            "warmup_rollouts": self.warmup_rollouts,
+            "next_eval": self.next_eval,
+            "next_checkpoint": self.next_checkpoint,
+            "last_eval_step": self.last_eval_step,
+            "eval_lines": self.eval_lines,
+            "best_score": None if math.isinf(self.best_score) else self.best_score,
+            "best_pool_score": None if math.isinf(self.best_pool_score) else self.best_pool_score,
+            "snapshots": [agent.name for agent in self.pool.snapshots],
+            "opponents": self._opponent_keys(),
+            "env_rng": _generator_state(vec._rng),
+            "random_opponent_rng": _generator_state(self.pool.heuristics["random"].rng),
+            "numpy_global": {"pos": legacy["state"]["pos"], "has_gauss": legacy["has_gauss"],
+                             "gauss": legacy["gauss"]},
+            "monitor_episode_count": int(self.monitor.episode_count),
+            "ep_info_buffer": [
+                {"r": float(info["r"]), "l": int(info["l"]), "t": float(info["t"])}
+                for info in (model.ep_info_buffer or [])
+            ],
+            "pending_log": (pending_log_values(model.logger)
+                            if getattr(model, "_logger", None) is not None else {}),
+            "imitation_stats": self.imitation_stats,
+        }
+        arrays = {f"batch_{name}": getattr(games.batch, name) for name in _BATCH_FIELDS}
+        arrays.update({f"games_{name}": getattr(games, name) for name in _GAMES_FIELDS})
+        arrays["games_assignment"] = games._assignment
+        arrays["last_obs"] = np.asarray(model._last_obs)
+        arrays["last_episode_starts"] = np.asarray(model._last_episode_starts)
+        arrays["monitor_returns"] = self.monitor.episode_returns
+        arrays["monitor_lengths"] = self.monitor.episode_lengths
+        arrays["torch_rng"] = torch.get_rng_state().numpy()
+        arrays["numpy_global_key"] = legacy["state"]["key"]
+        if self.shaping is not None:
+            arrays["shaping_potential"] = self.shaping._potential
+        return state, arrays
+
+    def _snapshot_agent(self, name: str) -> PPOAgent:
+        policy = load_policy(self.run_dir / "snapshots" / f"{name}.zip")
+        policy.set_training_mode(False)
+        return PPOAgent(policy, name=name)
+
+    def load_run_state(self, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Put `run_state` back into a freshly built model, env and trainer."""
+        import torch
+
+        if state.get("version") != TRAINING_STATE_VERSION:
+            raise CheckpointError(
+                f"checkpoint {str(self.last_checkpoint)!r} has training state version "
+                f"{state.get('version')!r}; this skyjo-rl resumes version {TRAINING_STATE_VERSION}"
+            )
+        saved_games = arrays["games_learner_seat"].shape[0]
+        if saved_games != self.config.n_envs:
+            raise CheckpointError(
+                f"checkpoint {str(self.last_checkpoint)!r} holds {saved_games} games; this "
+                f"config has n_envs={self.config.n_envs}: resume with the run's own config"
+            )
+        loaded = {}
+        for name in state["snapshots"]:
+            loaded[name] = self._snapshot_agent(name)
+            self.pool.add_snapshot(loaded[name])
+
+        def agent(key: str):
+            if key in self.pool.heuristics:
+                return self.pool.heuristics[key]
+            if key not in loaded:  # a snapshot that left the pool but still plays a game
+                loaded[key] = self._snapshot_agent(key)
+            return loaded[key]
+
+        vec, games, model = self.vec_env, self.vec_env.games, self.model
+        # in place: the compiled helpers hold references to these very arrays
+        for name in _BATCH_FIELDS:
+            getattr(games.batch, name)[...] = arrays[f"batch_{name}"]
+        for name in _GAMES_FIELDS:
+            getattr(games, name)[...] = arrays[f"games_{name}"]
+        games._agents = [agent(key) for key in state["opponents"]]
+        games._index_of = {id(a): i for i, a in enumerate(games._agents)}
+        games._assignment[...] = arrays["games_assignment"]
+        games._agents_changed()
+        vec.seed(None)  # no pending reset seeds: the games are running
+        _set_generator_state(vec._rng, state["env_rng"])
+        vec._started = True
+        _set_generator_state(self.pool.heuristics["random"].rng, state["random_opponent_rng"])
+        self.monitor.episode_returns[...] = arrays["monitor_returns"]
+        self.monitor.episode_lengths[...] = arrays["monitor_lengths"]
+        self.monitor.episode_count = int(state["monitor_episode_count"])
+        if self.shaping is not None:
+            self.shaping._potential = arrays["shaping_potential"].copy()
+        model.num_timesteps = int(state["timesteps"])
+        model._n_updates = int(state["n_updates"])
+        model._last_obs = arrays["last_obs"].copy()
+        model._last_episode_starts = arrays["last_episode_starts"].copy()
+        model.ep_info_buffer = deque(
+            ({"r": np.float32(i["r"]), "l": np.int32(i["l"]), "t": i["t"]}
+             for i in state["ep_info_buffer"]),
+            maxlen=model._stats_window_size,
+        )
+        model.ep_success_buffer = deque(maxlen=model._stats_window_size)
+        self.pending_log = state["pending_log"]
+        self.rollouts_done = int(state["rollouts_done"])
+        self.warmup_rollouts = int(state["warmup_rollouts"])
+        self.next_eval = int(state["next_eval"])
+        self.next_checkpoint = int(state["next_checkpoint"])
+        self.last_eval_step = state["last_eval_step"]
+        self.eval_lines = int(state["eval_lines"])
+        self.imitation_stats = state["imitation_stats"]
+        if state["best_score"] is not None:
+            self.best_score = float(state["best_score"])
+        if state["best_pool_score"] is not None:
+            self.best_pool_score = float(state["best_pool_score"])
+        numpy_global = state["numpy_global"]
+        np.random.set_state({  # noqa: NPY002 (see run_state)
+            "bit_generator": "MT19937",
+            "state": {"key": arrays["numpy_global_key"], "pos": numpy_global["pos"]},
+            "has_gauss": numpy_global["has_gauss"], "gauss": numpy_global["gauss"],
+        })
+        torch.set_rng_state(torch.from_numpy(arrays["torch_rng"].copy()))
+
+    def _best_saved_score(self) -> float:
+        """The score recorded in best.zip (-inf when there is none readable)."""
+        try:
+            score = read_metadata(self.best_checkpoint).get("score")
+        except CheckpointError:
+            return -math.inf
+        return -math.inf if score is None else float(score)
+
     def restore(self) -> int:
-        """Load the last checkpoint and the snapshot pool; returns its step count."""
-        metadata = read_metadata(self.last_checkpoint)
-        check_compatible(metadata, self.rules, self.last_checkpoint)
-        self.model = load_model(self.last_checkpoint, env=self.env)
-        for name in metadata.get("snapshots", []):
-            path = self.run_dir / "snapshots" / f"{name}.zip"
-            if path.is_file():
-                self.pool.add_snapshot(PPOAgent(load_model(path), name=name))
-        if metadata.get("best_score") is not None:
-            self.best_score = float(metadata["best_score"])
-        if metadata.get("best_pool_score") is not None:
-            self.best_pool_score = float(metadata["best_pool_score"])
-        done = int(metadata["timesteps"])
-        interval = self.config.eval_interval
-        self.next_eval = (done // interval + 1) * interval if interval else self.config.total_timesteps
-        step = self.config.checkpoint_interval
-        self.next_checkpoint = (done // step + 1) * step
+        """Continue the run from its last checkpoint; returns its step count.
+
+        Builds the model afresh, loads the weights and optimizer into it, then the run state
+        (`load_run_state`); drops what the run wrote after that checkpoint (evaluation lines,
+        TensorBoard events), and keeps the better of the checkpoint's best score and
+        best.zip's own, so best.zip never goes back to a worse model.
+
+        Raises:
+            CheckpointError: A missing, corrupt or incompatible checkpoint, or one without a
+                training state.
+        """
+        path = self.last_checkpoint
+        metadata = read_metadata(path)
+        check_compatible(metadata, self.rules, path)
+        try:
+            state = json.loads(read_member(path, TRAINING_STATE_JSON))
+            with np.load(io.BytesIO(read_member(path, TRAINING_STATE_ARRAYS)),
+                         allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+        except (ValueError, OSError, KeyError) as error:
+            if isinstance(error, CheckpointError):
+                raise
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} has a corrupt training state: {error}"
+            ) from error
+        self.model = self.build_model()
+        restore_model(path, self.model, metadata)
+        self.load_run_state(state, arrays)
+        done = int(state["timesteps"])
+        self.best_score = max(self.best_score, self._best_saved_score())
+        truncate_eval_log(self.eval_log, self.eval_lines)
+        if (self.run_dir / "tb").is_dir():
+            truncate_tensorboard(self.run_dir / "tb", done)
         return done
 
     # imitation warm start
@@ -255,13 +588,15 @@ class Trainer:
 
         config = self.config
         started = time.perf_counter()
-        teacher = make_agent(config.imitation_teacher, self.rules, seed=config.seed + 500)
+        teacher = make_agent(config.imitation_teacher, self.rules,
+                             seed=derived_seed(config.seed, SEED_IMITATION_TEACHER))
         observations, masks, actions = collect_demonstrations(
-            self.rules, [teacher], config.imitation_games, config.seed + 501
+            self.rules, [teacher], config.imitation_games,
+            derived_seed(config.seed, SEED_IMITATION_DATA),
         )
         stats = clone_policy(
             self.model.policy, observations, masks, actions, config.imitation_epochs,
-            seed=config.seed,
+            seed=derived_seed(config.seed, SEED_IMITATION_SHUFFLE),
         )
         stats["decisions"] = float(len(actions))
         stats["seconds"] = time.perf_counter() - started
@@ -318,7 +653,8 @@ class Trainer:
         self.last_eval_step = timesteps
         started = time.perf_counter()
         results = evaluate_learner(
-            self.model, self.rules, config.eval_opponents, config.eval_games, config.seed + 7
+            self.model, self.rules, config.eval_opponents, config.eval_games,
+            derived_seed(config.seed, SEED_EVALUATION),
         )
         score = float(np.mean([r["win_rate"] for r in results.values()]))
         if logger is not None:
@@ -330,16 +666,16 @@ class Trainer:
             logger.record("eval/snapshots", len(self.pool.snapshots))
         line = {"timesteps": timesteps, "score": score, "results": results,
                 "seconds": round(time.perf_counter() - started, 2)}
-        with open(self.run_dir / "eval.jsonl", "a") as handle:
+        with open(self.eval_log, "a") as handle:
             handle.write(json.dumps(line) + "\n")
+        self.eval_lines += 1
         if score > self.best_score:
             self.best_score = score
-            save_checkpoint(self.model, self.best_checkpoint, self._metadata(timesteps, score=score))
+            _save(self.model, self.best_checkpoint, self._metadata(timesteps, score=score))
         if score >= config.snapshot_min_score and score > self.best_pool_score:
             self.best_pool_score = score
             name = f"snapshot_{timesteps:012d}"
-            save_checkpoint(self.model, self.run_dir / "snapshots" / name,
-                            self._metadata(timesteps))
+            _save(self.model, self.run_dir / "snapshots" / name, self._metadata(timesteps))
             self.pool.add_snapshot(frozen_copy(self.model, name))
         if self._bar is not None:
             summary = " ".join(f"{s}={r['win_rate']:.2f}" for s, r in results.items())
@@ -347,23 +683,78 @@ class Trainer:
         return line
 
     def checkpoint(self, timesteps: int) -> Path:
-        """Write checkpoints/last.zip atomically."""
+        """Write checkpoints/last.zip atomically, with the run state to resume from.
+
+        Call it only where no rollout is half collected (at a rollout start, or after
+        ``learn`` returned), or the resumed run is not the same run.
+        """
         step = self.config.checkpoint_interval
         self.next_checkpoint = (timesteps // step + 1) * step
-        return save_checkpoint(self.model, self.last_checkpoint, self._metadata(timesteps))
+        state, arrays = self.run_state(timesteps)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        extra = {TRAINING_STATE_JSON: json.dumps(state).encode(),
+                 TRAINING_STATE_ARRAYS: buffer.getvalue()}
+        return _save(self.model, self.last_checkpoint, self._metadata(timesteps), extra)
+
+    # signals
+    def _install_stop_handlers(self) -> Callable[[], None]:
+        """SIGTERM and a first Ctrl-C ask for a polite stop; returns the undo function.
+
+        During the warm start (nothing to save yet) they raise `WarmStartInterrupted`; during
+        PPO they set ``stop_requested`` (the run then checkpoints at the next rollout start
+        and stops); a second Ctrl-C interrupts at once.
+        """
+        def request_stop(signum, frame):
+            if self._in_warm_start:
+                raise WarmStartInterrupted(
+                    f"training stopped by {signal.Signals(signum).name} during the imitation "
+                    "warm start, before its first checkpoint: nothing was saved and there is "
+                    f"nothing to resume; start the run again without --resume"
+                )
+            if self.stop_requested and signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            self.stop_requested = True
+            if self._bar is not None:
+                self._bar.write("stopping: finishing this rollout, then a last checkpoint "
+                                "(Ctrl-C again to stop at once)")
+
+        previous = {}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            try:
+                previous[signum] = signal.signal(signum, request_stop)
+            except ValueError:  # not the main thread: no handlers there
+                return lambda: None
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        return restore
 
     # the job
     def run(self, resume: bool = False) -> dict[str, Any]:
         """Train to ``total_timesteps`` (continuing the last checkpoint when ``resume``).
 
         Returns:
-            A summary: ``timesteps``, ``best_score``, ``last_checkpoint``, ``best_checkpoint``,
-            ``steps_per_second``.
+            A summary: ``timesteps``, ``interrupted``, ``best_score``, ``last_checkpoint``,
+            ``best_checkpoint``, ``steps_per_second``.
+
+        Raises:
+            WarmStartInterrupted: SIGTERM or Ctrl-C during the warm start (nothing written).
+            CheckpointError: ``resume`` with a missing, corrupt or incompatible checkpoint.
         """
         import torch
 
         torch.set_num_threads(self.config.torch_threads)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        undo_handlers = self._install_stop_handlers()
+        try:
+            return self._run(resume)
+        finally:
+            undo_handlers()
+            self.close_progress()
+
+    def _run(self, resume: bool) -> dict[str, Any]:
         self.build_env()
         done = 0
         if resume:
@@ -371,21 +762,24 @@ class Trainer:
         else:
             self.model = self.build_model()
             if self.config.imitation_games > 0:
-                self.warm_start()
+                self._in_warm_start = True
+                try:
+                    self.warm_start()
+                except KeyboardInterrupt as error:  # Ctrl-C inside a non-Python call
+                    raise WarmStartInterrupted(
+                        "training stopped by SIGINT during the imitation warm start, before its "
+                        "first checkpoint: nothing was saved and there is nothing to resume; "
+                        "start the run again without --resume"
+                    ) from error
+                finally:
+                    self._in_warm_start = False
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(
             yaml.safe_dump(self.config.to_dict(), sort_keys=False)
         )
         remaining = self.config.total_timesteps - done
         started, start_steps = time.perf_counter(), done
-        previous_handler = signal.getsignal(signal.SIGTERM)
-
-        def request_stop(signum, frame):  # a polite kill: checkpoint, then stop
-            self.stop_requested = True
-
-        try:
-            signal.signal(signal.SIGTERM, request_stop)
-        except ValueError:  # not the main thread
-            previous_handler = None
+        aborted = False
         try:
             if remaining > 0:
                 self.model.learn(
@@ -395,15 +789,20 @@ class Trainer:
                     tb_log_name="ppo",
                 )
         except KeyboardInterrupt:
-            self.stop_requested = True
-        finally:
-            self.close_progress()
-            if previous_handler is not None:
-                signal.signal(signal.SIGTERM, previous_handler)
+            # a second Ctrl-C: the model may be mid-update, so the last checkpoint stands
+            self.stop_requested = aborted = True
         timesteps = int(self.model.num_timesteps)
-        self.checkpoint(timesteps)
-        if not self.stop_requested and self.last_eval_step != timesteps:
-            self.evaluate(timesteps)
+        if self.stopped_at_checkpoint is not None:
+            # SB3 took one step of the next rollout before it saw the stop: not saved
+            timesteps = self.stopped_at_checkpoint
+        elif aborted:  # what a resume would continue from
+            timesteps = (read_metadata(self.last_checkpoint)["timesteps"]
+                         if self.last_checkpoint.is_file() else 0)
+        else:
+            self.checkpoint(timesteps)
+            if not self.stop_requested and self.last_eval_step != timesteps:
+                self.evaluate(timesteps)
+                self.checkpoint(timesteps)  # records the evaluation, so a resume skips it
         elapsed = time.perf_counter() - started
         return {
             "timesteps": timesteps,

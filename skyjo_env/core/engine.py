@@ -66,7 +66,12 @@ from skyjo_env.core.layout import (
     TOTAL,
     TRUNCATED,
 )
-from skyjo_env.core.rules import FINISHER_PENALTY_MODES, SkyjoRules
+from skyjo_env.core.rules import (
+    FINISHER_PENALTY_MODES,
+    MAX_ROUNDS,
+    MAX_TURNS_PER_ROUND,
+    SkyjoRules,
+)
 
 
 class IllegalActionError(ValueError):
@@ -105,8 +110,9 @@ def rules_params(rules: SkyjoRules) -> np.ndarray:
     params[P_CONDITION_LT] = rules.finisher_penalty_condition == "other_lt"
     params[P_ONLY_IF_POSITIVE] = rules.finisher_penalty_only_if_positive
     params[P_TARGET] = rules.target_score
-    params[P_MAX_ROUNDS] = rules.max_rounds or 0
-    params[P_MAX_TURNS] = rules.max_turns_per_round or 0
+    # None still means the hard caps: no rules can make a game or a round endless
+    params[P_MAX_ROUNDS] = rules.max_rounds or MAX_ROUNDS
+    params[P_MAX_TURNS] = rules.max_turns_per_round or MAX_TURNS_PER_ROUND
     return params
 
 
@@ -455,24 +461,6 @@ def winners(state: BatchState, b: int) -> list[int]:
     return [int(p) for p in np.flatnonzero(totals == totals.min())]
 
 
-def round_scores_from_grids(
-    grid: np.ndarray, slot_state: np.ndarray, finisher: int, rules: SkyjoRules
-) -> tuple[np.ndarray, np.ndarray]:
-    """Raw and penalised round scores of one game's final grids (a second opinion).
-
-    Args:
-        grid: int (P, S) card values. slot_state: int8 (P, S).
-        finisher: The finisher's seat, or -1.
-        rules: The rules (for the penalty).
-
-    Returns:
-        ``(raw, scores)``, int64 arrays of shape (P,).
-    """
-    raw = np.where(slot_state != CLEARED, grid, 0).sum(axis=1).astype(np.int64)
-    scores, _ = kernels.apply_finisher_penalty(raw, finisher, rules_params(rules))
-    return raw, scores
-
-
 __all__ = [
     "NO_ACTION",
     "BatchState",
@@ -482,7 +470,6 @@ __all__ = [
     "legal_action_mask",
     "new_batch",
     "reset",
-    "round_scores_from_grids",
     "rules_params",
     "seed_to_stream",
     "step",

@@ -322,8 +322,24 @@ def choose_starter_by_reveals(grid, slot_state, rng, params, b):
 
 
 @jit
+def finish_setup(grid, slot_state, discard_pile, game, seat, rng, params, b):
+    """End a round's setup once every seat has made all its initial reveals.
+
+    RULES.md §3.5 and §7 check eliminations "after setup", not after each reveal: only
+    now are the lines of every grid checked, seat 0 first (so the discard pile takes
+    seat 0's eliminated cards, then seat 1's, ...), whichever reveal mode dealt the
+    face-up cards. Then §3.6 picks the starter from the face-up cards that remain:
+    setup (§3.5) ends before the starter is chosen (§3.6), and an eliminated card is no
+    longer face up, so eliminated cards do not count towards the starter's sum.
+    """
+    for p in range(params[P_PLAYERS]):
+        eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, p)
+    begin_turns(grid, slot_state, game, rng, params, b)
+
+
+@jit
 def begin_turns(grid, slot_state, game, rng, params, b):
-    """After the initial reveals: pick the starter and hand them the first turn."""
+    """After the setup: pick the starter and hand them the first turn."""
     previous = game[b, PREV_FINISHER]
     if game[b, ROUND] > 0 and params[P_NEXT_STARTER_PREVIOUS] != 0 and previous >= 0:
         starter = previous
@@ -381,8 +397,7 @@ def deal_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng, param
                 order[k] = order[j]
                 order[j] = tmp
                 slot_state[b, p, order[k]] = FACE_UP
-            eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, p)
-    begin_turns(grid, slot_state, game, rng, params, b)
+    finish_setup(grid, slot_state, discard_pile, game, seat, rng, params, b)
 
 
 @jit
@@ -509,12 +524,12 @@ def apply_action(grid, slot_state, draw_pile, discard_pile, game, seat, rng, fin
     actor = game[b, CURRENT]
     game[b, DECISIONS] += 1
     if phase == INITIAL_REVEAL:
+        # no elimination yet: lines are checked once every seat is done (finish_setup)
         slot_state[b, actor, action] = FACE_UP
-        eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, actor)
         game[b, REVEALS_DONE] += 1
         done = game[b, REVEALS_DONE]
         if done >= params[P_PLAYERS] * params[P_INITIAL_REVEALS]:
-            begin_turns(grid, slot_state, game, rng, params, b)
+            finish_setup(grid, slot_state, discard_pile, game, seat, rng, params, b)
         else:
             game[b, CURRENT] = done % params[P_PLAYERS]
         return 0

@@ -53,8 +53,8 @@ P_FLAT = 14
 P_CONDITION_LT = 15
 P_ONLY_IF_POSITIVE = 16
 P_TARGET = 17
-P_MAX_ROUNDS = 18  # 0 = no cap
-P_MAX_TURNS = 19  # 0 = no cap
+P_MAX_ROUNDS = 18  # rules_params fills in rules.MAX_ROUNDS for None; 0 = no cap
+P_MAX_TURNS = 19  # rules_params fills in rules.MAX_TURNS_PER_ROUND for None; 0 = no cap
 NUM_PARAMS = 20
 
 # penalty modes, in rules.FINISHER_PENALTY_MODES order

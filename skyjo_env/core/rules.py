@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import yaml
@@ -40,36 +40,59 @@ MAX_PLAYERS = 8
 MAX_SLOTS = 64
 #: Card values are stored as int16; this keeps every score sum far from overflow.
 MAX_ABS_CARD_VALUE = 1000
+#: Every game holds two piles of deck size per game in memory (int16), so a deck that
+#: could not be allocated fails here, with a named error, rather than as a MemoryError.
+MAX_DECK_SIZE = 10_000
+#: Hard cap on rounds: a game ends (normally, lowest total wins) after this many rounds
+#: even when `max_rounds` is None, so no deck can make a game endless (official games
+#: last about 5-10 rounds). The observation bounds assume it too.
+MAX_ROUNDS = 1000
+#: Hard cap on turns in one round: with `max_turns_per_round` None, a round that reaches
+#: it still truncates the game, so agents that never finish cannot hang a tournament.
+MAX_TURNS_PER_ROUND = 100_000
+#: Totals are int32 in the engine.
+_INT32_MAX = 2**31 - 1
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "rules"
 
 
-def _fail(field_name: str, value: Any, allowed: str) -> None:
+def _fail(field_name: str, value: Any, allowed: str) -> NoReturn:
     raise ValueError(f"SkyjoRules.{field_name}={value!r} is invalid: allowed {allowed}")
 
 
-def _check_int(name: str, value: Any, low: int, high: int | None = None) -> None:
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+def _is_int(value: Any) -> bool:
+    # bools are ints to Python, but True for a player count is a mistake, not a 1; floats
+    # (even 3.0) and strings are refused rather than guessed at
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _as_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """``value`` as a plain int in ``low..high``; numpy ints convert, so a uint8 field
+    cannot wrap around in later arithmetic."""
     allowed = f"an int in {low}..{high}" if high is not None else f"an int >= {low}"
-    if not is_int or value < low or (high is not None and value > high):
+    if not _is_int(value) or value < low or (high is not None and value > high):
         _fail(name, value, allowed)
+    return int(value)
 
 
-def _check_optional_int(name: str, value: Any, low: int) -> None:
-    if value is not None:
-        is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-        if not is_int or value < low:
-            _fail(name, value, f"None or an int >= {low}")
+def _as_optional_int(name: str, value: Any, low: int, high: int) -> int | None:
+    if value is None:
+        return None
+    if not _is_int(value) or not low <= value <= high:
+        _fail(name, value, f"None or an int in {low}..{high}")
+    return int(value)
 
 
-def _check_bool(name: str, value: Any) -> None:
+def _as_bool(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         _fail(name, value, "true or false")
+    return bool(value)
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
+def _as_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
         _fail(name, value, "one of " + ", ".join(repr(c) for c in choices))
+    return str(value)
 
 
 def read_yaml_mapping(path: Path, what: str, entry: str) -> dict[str, Any]:
@@ -123,21 +146,26 @@ def dataclass_from_dict(cls: type, data: Any, what: str, item: str):
 def normalize_deck(deck: Any) -> tuple[tuple[int, int], ...]:
     """Turn a deck given as a mapping or pairs into sorted ``((value, count), ...)``.
 
+    Values and counts become plain ints (numpy ints convert; strings of digits are
+    accepted as values, as YAML keys may be strings).
+
     Raises:
         ValueError: a value or count is not an int, a count is negative, the same value
-            appears twice, or a value lies outside ±MAX_ABS_CARD_VALUE.
+            appears twice, a value lies outside ±MAX_ABS_CARD_VALUE, or the deck holds
+            more than MAX_DECK_SIZE cards.
     """
+    pairs_form = "a mapping value -> count or a list of (value, count) pairs"
     if isinstance(deck, dict):
         pairs = list(deck.items())
     else:
         try:
             pairs = [tuple(pair) for pair in deck]
         except TypeError:
-            _fail("deck", deck, "a mapping value -> count or a list of (value, count) pairs")
+            _fail("deck", deck, pairs_form)
     merged: dict[int, int] = {}
     for pair in pairs:
         if len(pair) != 2:
-            _fail("deck", deck, "a mapping value -> count or a list of (value, count) pairs")
+            _fail("deck", deck, pairs_form)
         value, count = pair
         if isinstance(value, str):
             try:
@@ -145,15 +173,19 @@ def normalize_deck(deck: Any) -> tuple[tuple[int, int], ...]:
             except ValueError:
                 _fail("deck", deck, f"integer card values (got {value!r})")
         for what, number in (("value", value), ("count", count)):
-            if not isinstance(number, (int, np.integer)) or isinstance(number, bool):
+            if not _is_int(number):
                 _fail("deck", deck, f"integer card {what}s (got {number!r})")
+        value, count = int(value), int(count)
         if abs(value) > MAX_ABS_CARD_VALUE:
             _fail("deck", deck, f"card values within ±{MAX_ABS_CARD_VALUE} (got {value})")
         if count < 0:
             _fail("deck", deck, f"non-negative counts (value {value} has {count})")
-        if int(value) in merged:
+        if value in merged:
             _fail("deck", deck, f"each value once (value {value} repeats)")
-        merged[int(value)] = int(count)
+        merged[value] = count
+    size = sum(merged.values())
+    if size > MAX_DECK_SIZE:
+        _fail("deck", f"{size} cards", f"at most {MAX_DECK_SIZE} cards")
     return tuple(sorted((v, c) for v, c in merged.items() if c > 0))
 
 
@@ -184,9 +216,16 @@ class SkyjoRules:
             ``other_lt`` (someone else scored strictly less).
         finisher_penalty_only_if_positive: Penalise only a finisher whose raw score is > 0.
         target_score: The game ends after the round in which a total reaches this.
-        max_rounds: Optional cap on rounds; the game then ends normally (lowest total wins).
-        max_turns_per_round: Optional cap on turns in one round; reaching it truncates the
-            game (the round is not scored).
+        max_rounds: Optional cap on rounds (1..MAX_ROUNDS); the game then ends normally
+            (lowest total wins). None still ends a game after MAX_ROUNDS = 1000 rounds.
+        max_turns_per_round: Optional cap on turns in one round (1..MAX_TURNS_PER_ROUND);
+            reaching it truncates the game (the round is not scored). None still
+            truncates at MAX_TURNS_PER_ROUND = 100000 turns.
+
+    Every field is stored as a plain Python value (numpy ints and bools convert). Ints
+    refuse bools, floats (even 3.0) and strings. Rules under which no total can reach
+    ``target_score`` (no card > 0) need a ``max_rounds``, and decks hold at most
+    MAX_DECK_SIZE cards.
     """
 
     num_players: int = 2
@@ -210,38 +249,99 @@ class SkyjoRules:
     max_turns_per_round: int | None = 1000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "deck", normalize_deck(self.deck))
-        _check_int("num_players", self.num_players, 2, MAX_PLAYERS)
-        _check_int("rows", self.rows, 1)
-        _check_int("cols", self.cols, 1)
+        # every field is stored as a plain Python value (numpy scalars convert), so no
+        # later arithmetic on the rules can wrap around
+        def store(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        store("deck", normalize_deck(self.deck))
+        store("num_players", _as_int("num_players", self.num_players, 2, MAX_PLAYERS))
+        store("rows", _as_int("rows", self.rows, 1))
+        store("cols", _as_int("cols", self.cols, 1))
         if not 2 <= self.rows * self.cols <= MAX_SLOTS:
             _fail("rows", self.rows, f"rows * cols in 2..{MAX_SLOTS} (cols={self.cols})")
-        _check_int("initial_reveals", self.initial_reveals, 0, self.num_slots - 1)
-        _check_choice("initial_reveal_mode", self.initial_reveal_mode, INITIAL_REVEAL_MODES)
-        _check_choice("next_round_starter", self.next_round_starter, NEXT_ROUND_STARTERS)
-        _check_bool("column_elimination", self.column_elimination)
-        _check_bool("row_elimination", self.row_elimination)
-        _check_choice("empty_draw_pile", self.empty_draw_pile, EMPTY_DRAW_PILE_MODES)
-        _check_bool("final_reveal_elimination", self.final_reveal_elimination)
-        _check_choice("finisher_penalty_mode", self.finisher_penalty_mode, FINISHER_PENALTY_MODES)
-        # upper bounds keep every total far inside the engine's int32 scores
-        _check_int("finisher_multiplier", self.finisher_multiplier, 1, 100)
-        _check_int("finisher_flat_penalty", self.finisher_flat_penalty, 0, 10_000)
-        _check_choice(
-            "finisher_penalty_condition",
-            self.finisher_penalty_condition,
-            FINISHER_PENALTY_CONDITIONS,
+        store(
+            "initial_reveals",
+            _as_int("initial_reveals", self.initial_reveals, 0, self.num_slots - 1),
         )
-        _check_bool("finisher_penalty_only_if_positive", self.finisher_penalty_only_if_positive)
-        _check_int("target_score", self.target_score, 1, 1_000_000)
-        _check_optional_int("max_rounds", self.max_rounds, 1)
-        _check_optional_int("max_turns_per_round", self.max_turns_per_round, 1)
+        for name, choices in (
+            ("initial_reveal_mode", INITIAL_REVEAL_MODES),
+            ("next_round_starter", NEXT_ROUND_STARTERS),
+            ("empty_draw_pile", EMPTY_DRAW_PILE_MODES),
+            ("finisher_penalty_mode", FINISHER_PENALTY_MODES),
+            ("finisher_penalty_condition", FINISHER_PENALTY_CONDITIONS),
+        ):
+            store(name, _as_choice(name, getattr(self, name), choices))
+        for name in (
+            "column_elimination",
+            "row_elimination",
+            "final_reveal_elimination",
+            "finisher_penalty_only_if_positive",
+        ):
+            store(name, _as_bool(name, getattr(self, name)))
+        # upper bounds keep every total far inside the engine's int32 scores
+        store(
+            "finisher_multiplier", _as_int("finisher_multiplier", self.finisher_multiplier, 1, 100)
+        )
+        store(
+            "finisher_flat_penalty",
+            _as_int("finisher_flat_penalty", self.finisher_flat_penalty, 0, 10_000),
+        )
+        store("target_score", _as_int("target_score", self.target_score, 1, 1_000_000))
+        store("max_rounds", _as_optional_int("max_rounds", self.max_rounds, 1, MAX_ROUNDS))
+        store(
+            "max_turns_per_round",
+            _as_optional_int(
+                "max_turns_per_round", self.max_turns_per_round, 1, MAX_TURNS_PER_ROUND
+            ),
+        )
         needed = self.num_players * self.num_slots + 2
         if self.deck_size < needed:
             _fail(
                 "deck",
                 f"{self.deck_size} cards",
                 f"at least num_players * rows * cols + 2 = {needed} cards",
+            )
+        self._check_game_can_end()
+        self._check_totals_fit_int32()
+
+    def _check_game_can_end(self) -> None:
+        """Refuse rules under which no total can ever reach the target.
+
+        A total grows only by positive round scores, and a round score can be positive
+        only through a card > 0 or a flat finisher penalty charged on a score <= 0 (the
+        multiplier keeps the sign). Without either, only `max_rounds` (or the hard
+        `MAX_ROUNDS` cap) could end the game, so that must be asked for explicitly.
+        """
+        if self.max_rounds is not None or self.card_values.max() > 0:
+            return
+        flat_applies = (
+            self.finisher_flat_penalty > 0
+            and not self.finisher_penalty_only_if_positive
+            and self.finisher_penalty_mode not in ("multiplier", "none")
+        )
+        if not flat_applies:
+            _fail(
+                "deck",
+                dict(self.deck),
+                "a card > 0 or a max_rounds: with no card > 0 (and no flat finisher penalty "
+                f"on scores <= 0) no total can reach target_score={self.target_score}",
+            )
+
+    def _check_totals_fit_int32(self) -> None:
+        """Refuse decks and multipliers whose totals could leave int32 within the rounds
+        a game may last (only extreme custom rules come near this)."""
+        worst_round = self.num_slots * int(self.card_values.min()) * self.finisher_multiplier
+        if worst_round >= 0:
+            return
+        rounds_allowed = _INT32_MAX // -worst_round
+        rounds = self.max_rounds if self.max_rounds is not None else MAX_ROUNDS
+        if rounds > rounds_allowed:
+            _fail(
+                "max_rounds",
+                self.max_rounds,
+                f"an int in 1..{rounds_allowed} with this deck, grid and finisher_multiplier "
+                f"(a round can score {worst_round}; totals are int32)",
             )
 
     @property

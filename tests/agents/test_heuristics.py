@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
-from agents.baselines import heuristics
+from agents.baselines import ev
+from agents.baselines.common import (
+    HeuristicChoiceError,
+    choice_error,
+    first_illegal,
+    layout_arrays,
+)
 from agents.baselines.heuristics import EVAgent, GreedyAgent
 from skyjo_env.core import SkyjoRules, legal_action_mask, load_rules, new_batch, reset, step
-from skyjo_env.core.layout import DISCARD_SIZE, DRAW_SIZE, HIDDEN
-from skyjo_env.encoding import ObservationEncoder
+from skyjo_env.core.actions import Phase
+from skyjo_env.core.layout import DISCARD_SIZE, DRAW_SIZE, HIDDEN, PHASE
+from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 from skyjo_env.protocol import RandomAgent
 
 
-def _play(rules: SkyjoRules, agents, games: int, seed: int, on_decision=None) -> int:
-    """Play ``games`` full games, seat p driven by ``agents[p]``; returns decisions made."""
+def _play(rules: SkyjoRules, agents, games: int, seed: int, on_decision=None,
+          phases: Counter | None = None) -> int:
+    """Play ``games`` full games, seat p driven by ``agents[p]``; returns decisions made.
+
+    ``phases``, if given, counts the decisions by ``(agent name, Phase)``.
+    """
     state = new_batch(rules, games)
     reset(state, np.random.default_rng(seed))
     encoder = ObservationEncoder(rules)
@@ -29,6 +42,8 @@ def _play(rules: SkyjoRules, agents, games: int, seed: int, on_decision=None) ->
                 chosen = agent.act(observations[rows], masks[rows])
                 assert masks[rows, chosen].all(), f"{agent.name} chose an illegal action"
                 actions[rows] = chosen
+                if phases is not None:
+                    phases.update((agent.name, Phase(p)) for p in state.game[rows, PHASE])
         if on_decision is not None:
             on_decision(state, observations, masks)
         step(state, actions)  # raises on any illegal action as well
@@ -50,6 +65,83 @@ def test_heuristics__small_grids_and_custom_decks_stay_legal():
     rules = SkyjoRules(rows=2, cols=3, deck={0: 10, 1: 10, 5: 10, 9: 6}, initial_reveals=1,
                        row_elimination=True, max_turns_per_round=300)
     _play(rules, [EVAgent(rules), GreedyAgent(rules)], 100, seed=3)
+
+
+_RULE_VARIANTS = {
+    "official_2p": SkyjoRules(),
+    "official_3p": SkyjoRules(num_players=3),
+    "official_4p": SkyjoRules(num_players=4),
+    "row_elimination_3p": SkyjoRules(num_players=3, row_elimination=True),
+    "grid_2x2": SkyjoRules(rows=2, cols=2, initial_reveals=1),
+    "no_initial_reveals": SkyjoRules(initial_reveals=0),
+    "random_reveal_mode_3p": SkyjoRules(num_players=3, initial_reveal_mode="random"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(_RULE_VARIANTS))
+def test_heuristics__choose_only_legal_actions_in_every_phase(variant):
+    """No fallback hides a bad rule any more: `act` raises on a choice outside the mask
+    and `_play` checks every action against the mask, so a rule that picks an illegal slot
+    or source (or none) in any phase fails here."""
+    rules = _RULE_VARIANTS[variant]
+    agents = [EVAgent(rules) if seat % 2 == 0 else GreedyAgent(rules)
+              for seat in range(rules.num_players)]
+    phases = Counter()
+    _play(rules, agents, games=16, seed=12, phases=phases)
+    faced = {Phase.CHOOSE_SOURCE, Phase.PLACE_DRAWN, Phase.PLACE_DISCARD,
+             Phase.REVEAL_AFTER_DISCARD}
+    if rules.initial_reveals > 0 and rules.initial_reveal_mode == "choice":
+        faced.add(Phase.INITIAL_REVEAL)
+    for name in ("ev", "greedy"):
+        decided = {phase for (agent, phase) in phases if agent == name}
+        assert decided == faced, (name, decided)
+        assert sum(n for (agent, _), n in phases.items() if agent == name) > 1000
+
+
+def _decision_in_phase(rules: SkyjoRules, phase: Phase, seed: int):
+    """``(observation (1, O), mask (1, A))`` of the first decision of ``phase`` in a
+    seeded game played by ev."""
+    state = new_batch(rules, 1)
+    reset(state, np.random.default_rng(seed))
+    encoder, player = ObservationEncoder(rules), EVAgent(rules)
+    while state.game[0, PHASE] != phase:
+        step(state, player.act(encoder.encode(state, state.current_player),
+                               legal_action_mask(state)))
+    return encoder.encode(state, state.current_player), legal_action_mask(state)
+
+
+@pytest.mark.parametrize("agent_class", [EVAgent, GreedyAgent])
+@pytest.mark.parametrize(
+    ("phase", "allowed"),
+    [(Phase.CHOOSE_SOURCE, [0, 3]), (Phase.PLACE_DISCARD, [12, 26])],
+    ids=["choose_source", "place_discard"],
+)
+def test_heuristics__mask_of_another_phase_raises_instead_of_a_substitute(
+    agent_class, phase, allowed
+):
+    rules = SkyjoRules()
+    observation, _ = _decision_in_phase(rules, phase, seed=4)
+    wrong = np.zeros((1, 27), bool)
+    wrong[0, allowed] = True  # reveals / draw + discard: nothing the observed phase allows
+    with pytest.raises(HeuristicChoiceError, match=f"row 0's observation shows phase {phase.name} but"):
+        agent_class(rules).act(observation, wrong)
+
+
+def test_first_illegal__finds_the_first_choice_outside_its_mask():
+    masks = np.array([[True, False, True], [True, False, False], [False, True, True]])
+    assert first_illegal(masks, np.array([2, 0, 1])) == -1
+    assert first_illegal(masks, np.array([2, 1, 0])) == 1
+    assert first_illegal(masks, np.array([0, 0, -1])) == 2
+
+
+def test_choice_error__names_an_illegal_choice():
+    rules = SkyjoRules()
+    observation, mask = _decision_in_phase(rules, Phase.PLACE_DISCARD, seed=4)
+    phase_start = ObservationLayout(rules).describe()["phase"].start
+    discard_drawn = 26  # a taken discard card must be placed
+    error = choice_error("ev", rules, phase_start, 0, observation[0], mask[0], discard_drawn)
+    assert isinstance(error, ValueError)
+    assert "ev chose illegal action DISCARD_DRAWN (action 26) in row 0 (phase PLACE_DISCARD" in str(error)
 
 
 def _hide_differently(state, b: int, rng: np.random.Generator) -> None:
@@ -110,7 +202,7 @@ def _random_column_grid(rng: np.random.Generator, rows: int, cols: int):
 def test_ev__per_slot_table_equals_the_generic_evaluation():
     """The fast column-local table must give exactly the generic copy-eliminate-sum values."""
     rules = SkyjoRules()
-    _, geometry, _ = heuristics._layout_arrays(rules)
+    _, geometry, _ = layout_arrays(rules)
     card_values = rules.card_values.astype(np.float64)
     low = int(card_values[0])
     slots, count = rules.num_slots, card_values.size
@@ -126,10 +218,10 @@ def test_ev__per_slot_table_equals_the_generic_evaluation():
         opponent_best = float(rng.normal(20, 10))
         fear = float(rng.choice([0.0, 0.4, 1.0]))
         ctx, col_terms = np.empty(3), np.zeros((rules.cols, 3))
-        heuristics._grid_context(values, hidden, cleared, mu, chance, low, geometry, 0.4, ctx,
+        ev._grid_context(values, hidden, cleared, mu, chance, low, geometry, 0.4, ctx,
                                  col_terms)
         table = np.empty((slots, count))
-        heuristics._outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values,
+        ev._outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values,
                                   chance, low, geometry, 0.4, final_lap, opponent_best, fear,
                                   *scratch, table)
         sv, sh, sc = scratch
@@ -137,11 +229,11 @@ def test_ev__per_slot_table_equals_the_generic_evaluation():
             for v in range(count):
                 sv[:], sh[:], sc[:] = values, hidden, cleared
                 sv[s], sh[s] = card_values[v], False
-                heuristics._eliminate_at(sv, sh, sc, s, geometry)
-                expected = heuristics._grid_value(sv, sh, sc, mu, chance, low, geometry, 0.4)
-                if not final_lap and heuristics._count_hidden(sh, sc) == 0:
-                    expected += heuristics._going_out_cost(
-                        heuristics._known_sum(sv, sh, sc), opponent_best, geometry, fear
+                ev._eliminate_at(sv, sh, sc, s, geometry)
+                expected = ev._grid_value(sv, sh, sc, mu, chance, low, geometry, 0.4)
+                if not final_lap and ev._count_hidden(sh, sc) == 0:
+                    expected += ev._going_out_cost(
+                        ev._known_sum(sv, sh, sc), opponent_best, geometry, fear
                     )
                 assert table[s, v] == pytest.approx(expected), (s, v)
 

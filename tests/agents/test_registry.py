@@ -50,6 +50,18 @@ FAKE_MODULE = textwrap.dedent(
             raise RuntimeError("boom")
 
 
+    class OneArgAct:
+        name = "one-arg"
+
+        def act(self, observations):
+            return np.zeros(len(observations), np.int64)
+
+
+    class ActNotCallable:
+        name = "not-callable"
+        act = 3
+
+
     NOT_A_CLASS = 3
     '''
 )
@@ -115,6 +127,9 @@ def test_make_agent__builtin_class_by_import_path():
         ("Broken", "boom"),
         ("NOT_A_CLASS", "not a class"),
         ("Missing", "no attribute 'Missing'"),
+        ("OneArgAct", "OneArgAct.act(observations) cannot be called as "
+                      "act(observations, action_masks)"),
+        ("ActNotCallable", "ActNotCallable has no act() method"),
     ],
 )
 def test_make_agent__bad_class_is_a_clear_error(fake_module, cls, words):

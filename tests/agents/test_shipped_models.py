@@ -1,13 +1,21 @@
-"""The agents shipped in models/ load under the current observation layout and play."""
+"""The agents shipped in models/ load under the current observation layout and play, and
+are weights plus JSON only (format skyjo-rl-ppo/2: no pickled member)."""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from agents.evaluation.tournament import play_tournament
-from agents.ppo.checkpoint import read_metadata
+from agents.ppo.checkpoint import (
+    CHECKPOINT_FORMAT,
+    META_MEMBER,
+    OPTIMIZER_MEMBER,
+    POLICY_MEMBER,
+    read_metadata,
+)
 from agents.ppo.policy import load_ppo_agent
 from agents.registry import make_agent
 from skyjo_env.core.rules import SkyjoRules
@@ -28,3 +36,13 @@ def test_shipped_model__loads_and_plays_legal_full_games(name, players):
     assert result.agents[0].games == 2 * players
     assert (MODELS / f"{name}.config.yaml").is_file()
     assert (MODELS / f"{name}.vs_ev.json").is_file()
+
+
+@pytest.mark.parametrize("name", ["ppo_2p", "ppo_4p"])
+def test_shipped_model__is_weights_and_json_only(name):
+    path = MODELS / f"{name}.zip"
+    metadata = read_metadata(path)
+    assert metadata["format"] == CHECKPOINT_FORMAT
+    assert metadata["policy"] == {"net_arch": [256, 256], "activation": "relu", "features": "grid"}
+    with zipfile.ZipFile(path) as archive:
+        assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])

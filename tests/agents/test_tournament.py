@@ -9,19 +9,25 @@ import pytest
 
 from agents.baselines.heuristics import EVAgent, GreedyAgent
 from agents.evaluation.games import (
+    MAX_RECORDS_BYTES,
     AgentActionError,
+    GameRecords,
+    TooManyGamesError,
     agent_seed,
     deal_seeds,
     display_names,
+    max_games,
     play_games,
+    record_bytes_per_game,
 )
+from agents.evaluation.report import format_table, render_json
 from agents.evaluation.statistics import (
     mean_confidence_interval,
     t_quantile_975,
     wilson_interval,
     win_rate_interval,
 )
-from agents.evaluation.tournament import evaluate_agents, play_tournament
+from agents.evaluation.tournament import TRUNCATED_POLICY, evaluate_agents, play_tournament
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.protocol import RandomAgent
@@ -74,6 +80,20 @@ class WrongShapeAgent:
 
     def act(self, observations, action_masks):
         return np.zeros(len(observations) + 1, np.int64)
+
+
+class RaisingAgent:
+    name = "fragile"
+
+    def act(self, observations, action_masks):
+        raise RuntimeError("kaboom")
+
+
+class OneArgumentAgent:
+    name = "forgetful"
+
+    def act(self, observations):
+        return np.zeros(len(observations), np.int64)
 
 
 def _result_data(result) -> dict:
@@ -245,8 +265,92 @@ def test_summarize__statistics_follow_the_engine_counters():
     assert sum(s.finish_rate for s in result.agents) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize(
+    "agent, words",
+    [
+        (RaisingAgent(), "agent 'fragile' (spec 'my.module:Fragile') failed in act(): "
+                         "RuntimeError: kaboom"),
+        (OneArgumentAgent(), "agent 'forgetful' (spec 'my.module:Fragile') failed in act(): "
+                             "TypeError"),
+    ],
+)
+def test_play_tournament__failing_act_names_the_agent_and_spec(agent, words):
+    with pytest.raises(AgentActionError) as error:
+        play_tournament([RandomAgent(0), agent], SkyjoRules(), 4, seed=0, progress=False,
+                        specs=["random", "my.module:Fragile"])
+    assert words in str(error.value)
+    assert isinstance(error.value.__cause__, (RuntimeError, TypeError))
+
+
+def test_play_tournament__keyboard_interrupt_in_act_is_not_swallowed():
+    class Interrupted:
+        name = "sleepy"
+
+        def act(self, observations, action_masks):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        play_tournament([RandomAgent(0), Interrupted()], SkyjoRules(), 2, 0, progress=False)
+
+
+def test_play_games__too_many_games_refused_before_playing():
+    rules = SkyjoRules()
+    with pytest.raises(TooManyGamesError, match=f"at most {max_games(2)} games for 2 agents"):
+        play_games([RandomAgent(0), RandomAgent(1)], rules, 10**12, seed=0)
+    # the cap itself is allowed (checked without playing: one more game is refused)
+    with pytest.raises(TooManyGamesError):
+        play_games([RandomAgent(0), RandomAgent(1)], rules, max_games(2) + 1, seed=0)
+
+
+@pytest.mark.parametrize("players", [2, 8])
+def test_max_games__records_fit_the_memory_cap(players):
+    limit = max_games(players)
+    assert limit % players == 0 and limit > 10**6
+    assert limit * record_bytes_per_game(players) <= MAX_RECORDS_BYTES
+    # the estimate covers the arrays GameRecords really allocates
+    sample = GameRecords.empty(10 * players, players)
+    actual = sum(value.nbytes for value in vars(sample).values()) / (10 * players)
+    assert actual <= record_bytes_per_game(players) <= actual + 48
+
+
+def test_play_tournament__truncated_games_have_no_winner():
+    # target 1 ends a game with its first round; a tight turn cap truncates some of them
+    rules = SkyjoRules(max_turns_per_round=40, target_score=1)
+    result = play_tournament([RandomAgent(0), RandomAgent(1)], rules, 40, 0, progress=False)
+    records = result.records
+    truncated = records.truncated
+    assert truncated.any() and not truncated.all(), "want both kinds of game"
+    assert (records.win_share[truncated] == 0).all()
+    assert np.allclose(records.win_share[~truncated].sum(axis=1), 1.0)
+    assert sum(stats.wins for stats in result.agents) == pytest.approx((~truncated).sum())
+    assert sum(stats.win_rate for stats in result.agents) == pytest.approx(
+        (~truncated).mean()
+    )
+    assert result.agents[0].truncated_games == truncated.sum()
+    data = result.to_dict()
+    assert data["truncated_games"] == truncated.sum()
+    assert data["truncated_games_policy"] == TRUNCATED_POLICY
+    assert f"warning: {truncated.sum()} game(s) truncated" in format_table(result)
+
+
+def test_play_tournament__all_truncated_means_no_wins_and_no_rating_change():
+    from openskill.models import PlackettLuce
+
+    rules = SkyjoRules(max_turns_per_round=5)
+    result = play_tournament([RandomAgent(0), RandomAgent(1)], rules, 6, 0, progress=False)
+    assert result.records.truncated.all()
+    initial = PlackettLuce().rating()
+    for stats in result.agents:
+        assert stats.wins == 0 and stats.win_rate == 0 and stats.win_rate_ci[0] == 0
+        assert stats.rating_mu == pytest.approx(initial.mu)
+        assert stats.rating_sigma == pytest.approx(initial.sigma)
+    assert '"truncated_games": 6' in render_json(result)
+
+
 def test_t_quantile_975__known_values():
-    assert t_quantile_975(1) == pytest.approx(12.706, abs=1e-3)
+    assert t_quantile_975(1) == pytest.approx(12.7062, abs=1e-4)
+    assert t_quantile_975(30) == pytest.approx(2.0423, abs=1e-4)
+    assert t_quantile_975(31) == pytest.approx(2.0395, abs=1e-4)
     assert t_quantile_975(10) == pytest.approx(2.228, abs=1e-3)
     assert t_quantile_975(40) == pytest.approx(2.021, abs=1e-3)
     assert t_quantile_975(120) == pytest.approx(1.980, abs=1e-3)
@@ -266,6 +370,28 @@ def test_win_rate_interval__falls_back_to_wilson_without_spread():
     assert (low, high) == pytest.approx(wilson_interval(1.0, 100))
     assert 0.95 < low < 1.0
     assert wilson_interval(0.5, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+
+
+@pytest.mark.parametrize("successes, trials", [(0, 1), (1, 1), (3, 10), (50, 100), (999, 1000)])
+def test_wilson_interval__matches_scipy_for_whole_successes(successes, trials):
+    from scipy.stats import binomtest
+
+    expected = binomtest(successes, trials).proportion_ci(0.95, method="wilson")
+    low, high = wilson_interval(successes / trials, trials)
+    assert (low, high) == pytest.approx((expected.low, expected.high), abs=1e-12)
+
+
+def test_wilson_interval__fractional_rate_lies_between_its_neighbours():
+    # a deal group's mean share may be fractional: 2.5 successes of 5
+    low, high = wilson_interval(0.5, 5)
+    assert wilson_interval(0.4, 5)[0] < low < wilson_interval(0.6, 5)[0]
+    assert low + high == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("rate, trials, words", [(0.5, 0, "trials"), (1.5, 4, "rate")])
+def test_wilson_interval__bad_input_is_named(rate, trials, words):
+    with pytest.raises(ValueError, match=words):
+        wilson_interval(rate, trials)
 
 
 # --- heuristics (agents/heuristics.py) -------------------------------------------------

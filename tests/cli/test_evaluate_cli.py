@@ -124,6 +124,12 @@ def test_main__rules_file_and_online_preset(tmp_path):
         (["--agents"] + ["random"] * 9, "2 to 8 agent specs, got 9"),
         (["--agents", "random", "random", "--games", "0"], "--games must be >= 1"),
         (["--agents", "random", "random", "--seed", "-4"], "--seed must be >= 0"),
+        (["--agents", "random", "random", "--seed", "-1"], "--seed must be >= 0, got -1"),
+        (["--agents", "random", "random", "--games", "-3"], "--games must be >= 1, got -3"),
+        (
+            ["--agents", "random", "random", "--games", str(10**12)],
+            f"--games {10**12} is too many for 2 agents: at most",
+        ),
     ],
 )
 def test_main__bad_input_fails_in_one_line_and_writes_nothing(tmp_path, capsys, argv, words):
@@ -202,3 +208,96 @@ def test_evaluate_script__runs_as_a_program(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert failed.returncode == 2 and "unknown agent spec 'nobody'" in failed.stderr
+
+
+FAKE_AGENTS = """
+import numpy as np
+
+
+class Fragile:
+    name = "fragile"
+
+    def __init__(self, rules, seed):
+        pass
+
+    def act(self, observations, action_masks):
+        raise RuntimeError("kaboom\\nsecond line")
+
+
+class OneArg:
+    name = "one-arg"
+
+    def act(self, observations):
+        return np.zeros(len(observations), np.int64)
+"""
+
+
+@pytest.fixture
+def fake_agents(tmp_path, monkeypatch):
+    """An importable module ``skyjo_cli_fake_agents`` (outside the output directory)."""
+    folder = tmp_path / "modules"
+    folder.mkdir()
+    (folder / "skyjo_cli_fake_agents.py").write_text(FAKE_AGENTS)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, "skyjo_cli_fake_agents", raising=False)
+    yield "skyjo_cli_fake_agents"
+    sys.modules.pop("skyjo_cli_fake_agents", None)
+
+
+def _out_dir(tmp_path: Path) -> Path:
+    outputs = tmp_path / "out"
+    outputs.mkdir()
+    return outputs
+
+
+def test_main__agent_whose_act_raises_is_named_in_one_line(tmp_path, capsys, fake_agents):
+    outputs = _out_dir(tmp_path)
+    spec = f"{fake_agents}:Fragile"
+    status = main(["--agents", "random", spec, "--games", "2", "--no-progress"]
+                  + _outputs(outputs))
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"agent 'fragile' (spec '{spec}') failed in act(): RuntimeError: kaboom" in err
+    assert list(outputs.iterdir()) == []
+
+
+def test_main__agent_with_wrong_act_signature_is_a_usage_error(tmp_path, capsys, fake_agents):
+    status = main(["--agents", "random", f"{fake_agents}:OneArg", "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert "OneArg.act(observations) cannot be called as act(observations, action_masks)" in err
+
+
+def test_main__rules_rejected_by_validation_is_one_line(tmp_path, capsys):
+    rules_file = tmp_path / "bad.yaml"
+    rules_file.write_text("target_score: 0\n")
+    status = main(["--agents", "random", "random", "--rules", str(rules_file)])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert "target_score" in err and "Traceback" not in err
+
+
+def test_main__ctrl_c_exits_130_without_traceback(capsys, monkeypatch):
+    import agents.cli.evaluate as evaluate
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "play_tournament", interrupted)
+    assert main(["--agents", "random", "random", "--no-progress"]) == 130
+    assert capsys.readouterr().err == "evaluate: error: interrupted\n"
+
+
+def test_main__truncated_games_reported_as_no_win(tmp_path, capsys):
+    rules_file = tmp_path / "capped.yaml"
+    rules_file.write_text("max_turns_per_round: 5\n")
+    path = tmp_path / "r.json"
+    argv = ["--agents", "random", "random", "--games", "4", "--no-progress", "--no-ratings"]
+    assert main(argv + ["--rules", str(rules_file), "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: 4 game(s) truncated by the turn cap" in out
+    report = json.loads(path.read_text())
+    assert report["truncated_games"] == 4
+    assert "no winner" in report["truncated_games_policy"]
+    assert [agent["wins"] for agent in report["agents"]] == [0, 0]

@@ -22,7 +22,6 @@ from skyjo_env.core.engine import (
     legal_action_mask,
     new_batch,
     reset,
-    round_scores_from_grids,
     step,
     unseen_counts,
 )
@@ -48,7 +47,7 @@ from skyjo_env.core.layout import (
     TOTAL,
     TURN,
 )
-from skyjo_env.core.rules import SkyjoRules, load_rules
+from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules, load_rules
 
 CONFIGS = {
     "official-2p": (SkyjoRules(), 256),
@@ -67,6 +66,19 @@ CONFIGS = {
             initial_reveals=2,
         ),
         256,
+    ),
+    "2x2-choice-setup-eliminations-3p": (
+        # 3 of 4 slots face up always complete a line: every setup eliminates
+        SkyjoRules(
+            num_players=3,
+            rows=2,
+            cols=2,
+            initial_reveals=3,
+            row_elimination=True,
+            finisher_penalty_condition="other_lt",
+            target_score=40,
+        ),
+        128,
     ),
     "tight-deck-reshuffle-all-2p": (
         SkyjoRules(
@@ -115,6 +127,46 @@ CONFIGS = {
 PLACE_PHASES = (Phase.PLACE_DRAWN, Phase.PLACE_DISCARD)
 #: seat fields that change only when a round is scored
 SCORE_FIELDS = [TOTAL, ROUND_SCORE, RAW_SCORE, ROUNDS_FINISHED, TIMES_PENALISED]
+
+
+def expected_round_scores(raw: list[int], finisher: int, rules: SkyjoRules) -> list[int]:
+    """Round scores from raw scores, as RULES.md §11 states them (not the engine's code)."""
+    s = raw[finisher]
+    others = raw[:finisher] + raw[finisher + 1 :]
+    if rules.finisher_penalty_condition == "other_le":
+        beaten = min(others) <= s
+    else:
+        beaten = min(others) < s
+    if not beaten or (rules.finisher_penalty_only_if_positive and s <= 0):
+        return list(raw)
+    m, f = rules.finisher_multiplier, rules.finisher_flat_penalty
+    penalised = {
+        "multiplier": s * m,
+        "flat": s + f,
+        "flat_then_multiplier": (s + f) * m,
+        "multiplier_then_flat": s * m + f,
+        "none": s,
+    }[rules.finisher_penalty_mode]
+    return [penalised if p == finisher else score for p, score in enumerate(raw)]
+
+
+def test_expected_round_scores__follows_the_rules_vectors():
+    # the oracle of the invariants, on RULES.md §13 vectors 1-5
+    assert expected_round_scores([10, 24, 10], 0, SkyjoRules()) == [20, 24, 10]
+    assert expected_round_scores([10, 11], 0, SkyjoRules()) == [10, 11]
+    assert expected_round_scores([-4, -5], 0, SkyjoRules()) == [-4, -5]
+    no_positive_rule = SkyjoRules(finisher_penalty_only_if_positive=False)
+    assert expected_round_scores([-4, -5], 0, no_positive_rule) == [-8, -5]
+    assert expected_round_scores([1, 0, 30], 2, SkyjoRules(num_players=3)) == [1, 0, 60]
+    flat_mult = SkyjoRules(
+        finisher_penalty_mode="flat_then_multiplier",
+        finisher_flat_penalty=20,
+        finisher_multiplier=3,
+    )
+    assert expected_round_scores([30, 1], 0, flat_mult) == [150, 1]
+    assert expected_round_scores(
+        [30, 1], 0, flat_mult.replace(finisher_penalty_mode="multiplier_then_flat")
+    ) == [110, 1]
 
 
 def random_actions(mask: np.ndarray, over: np.ndarray, policy: np.random.Generator):
@@ -188,7 +240,10 @@ class Checker:
         finisher = state.game[live, FINISHER]
         done = finisher >= 0
         assert (hidden[done.nonzero()[0], finisher[done]] == 0).all()
-        lines = self.matching_lines(state.grid[live], state.slot_state[live])
+        # lines are checked after every action and once the setup is over (RULES.md §7):
+        # during the initial reveals a complete line may wait for the end of the setup
+        playing = live[state.game[live, PHASE] != Phase.INITIAL_REVEAL]
+        lines = self.matching_lines(state.grid[playing], state.slot_state[playing])
         assert not lines.any(), "a matching line was left in a grid"
         # what an observer cannot know: the draw pile, every face-down card and a card
         # that another seat drew
@@ -232,13 +287,14 @@ class Checker:
         assert not (final_state == HIDDEN).any()
         if rules.final_reveal_elimination:
             assert not self.matching_lines(final_grid, final_state).any()
-        raw, scores = round_scores_from_grids(final_grid, final_state, finisher, rules)
+        raw = np.where(final_state != CLEARED, final_grid, 0).sum(axis=1).astype(np.int64)
         np.testing.assert_array_equal(state.seat[b, :, RAW_SCORE], raw)
+        scores = expected_round_scores(raw.tolist(), finisher, rules)
         np.testing.assert_array_equal(state.seat[b, :, ROUND_SCORE], scores)
-        others = np.delete(raw, finisher)
-        if (scores != raw).any():
-            assert np.flatnonzero(scores != raw).tolist() == [finisher]
-            assert (others <= raw[finisher]).any()
+        penalised = scores[finisher] != raw[finisher]
+        assert state.seat[b, finisher, TIMES_PENALISED] == (
+            before.seat[b, finisher, TIMES_PENALISED] + penalised
+        )
         totals = before.seat[b, :, TOTAL] + scores
         np.testing.assert_array_equal(state.seat[b, :, TOTAL], totals)
         finished = before.seat[b, :, ROUNDS_FINISHED].copy()
@@ -246,7 +302,7 @@ class Checker:
         np.testing.assert_array_equal(state.seat[b, :, ROUNDS_FINISHED], finished)
         rounds = int(state.game[b, ROUND])
         assert rounds == before.game[b, ROUND] + 1
-        game_over = totals.max() >= rules.target_score or rounds == (rules.max_rounds or -1)
+        game_over = totals.max() >= rules.target_score or rounds == (rules.max_rounds or MAX_ROUNDS)
         assert bool(events & EVENT_GAME_ENDED) == game_over
         assert bool(state.game_over[b]) == game_over
         if not game_over:

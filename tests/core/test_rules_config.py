@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 import yaml
 
-from skyjo_env.core.rules import OFFICIAL_DECK, SkyjoRules, available_presets, load_rules
+from skyjo_env.core.engine import rules_params
+from skyjo_env.core.layout import P_MAX_ROUNDS, P_MAX_TURNS
+from skyjo_env.core.rules import (
+    MAX_ROUNDS,
+    MAX_TURNS_PER_ROUND,
+    OFFICIAL_DECK,
+    SkyjoRules,
+    available_presets,
+    load_rules,
+)
 
 # (field, bad value, text that the allowed part of the message must contain)
 BAD_VALUES = [
@@ -37,9 +46,20 @@ BAD_VALUES = [
     ("finisher_penalty_only_if_positive", 0, "true or false"),
     ("target_score", 0, "1..1000000"),
     ("target_score", 50.5, "1..1000000"),
-    ("max_rounds", 0, "None or an int >= 1"),
-    ("max_turns_per_round", -5, "None or an int >= 1"),
-    ("max_turns_per_round", 10.0, "None or an int >= 1"),
+    ("max_rounds", 0, "None or an int in 1..1000"),
+    ("max_rounds", 1001, "None or an int in 1..1000"),
+    ("max_rounds", True, "None or an int in 1..1000"),
+    ("max_turns_per_round", -5, "None or an int in 1..100000"),
+    ("max_turns_per_round", 10.0, "None or an int in 1..100000"),
+    ("max_turns_per_round", 100_001, "None or an int in 1..100000"),
+    # bools, floats (even integral ones) and strings are refused for int fields
+    ("rows", True, ">= 1"),
+    ("rows", 3.0, ">= 1"),
+    ("cols", "4", ">= 1"),
+    ("initial_reveals", np.True_, "0..11"),
+    ("finisher_multiplier", np.float64(2.0), "1..100"),
+    ("initial_reveal_mode", 1, "'choice', 'random'"),
+    ("column_elimination", np.int64(1), "true or false"),
 ]
 
 
@@ -254,3 +274,87 @@ def test_skyjo_rules__to_dict_from_dict_and_yaml_round_trip(rules, tmp_path):
     path = tmp_path / "rules.yaml"
     path.write_text(yaml.safe_dump(data))
     assert load_rules(path) == rules
+
+
+# ---------------------------------------------------------------- plain values, safe rules
+
+
+def test_skyjo_rules__numpy_scalars_are_stored_as_plain_python_values():
+    rules = SkyjoRules(
+        num_players=np.uint8(3),
+        rows=np.uint8(3),
+        cols=np.int16(4),
+        initial_reveals=np.int64(2),
+        deck={np.int8(v): np.uint8(c) for v, c in OFFICIAL_DECK},
+        column_elimination=np.True_,
+        initial_reveal_mode=np.str_("random"),
+        target_score=np.uint32(100),
+        max_rounds=np.int32(5),
+    )
+    assert rules == SkyjoRules(num_players=3, initial_reveal_mode="random", max_rounds=5)
+    for name in ("num_players", "rows", "cols", "initial_reveals", "target_score", "max_rounds"):
+        assert type(getattr(rules, name)) is int, name
+    assert type(rules.column_elimination) is bool
+    assert type(rules.initial_reveal_mode) is str
+    assert all(type(v) is int and type(c) is int for v, c in rules.deck)
+    assert hash(rules) == hash(
+        SkyjoRules(num_players=3, initial_reveal_mode="random", max_rounds=5)
+    )
+
+
+def test_skyjo_rules__uint8_fields_cannot_wrap_around_the_deck_size_check():
+    # 8 players x 8 x 8 slots need 514 cards; in uint8 arithmetic 514 wraps to 2, which
+    # the 150 official cards used to pass (and the kernels then read out of bounds)
+    with pytest.raises(ValueError, match=r"SkyjoRules\.deck='150 cards'.*514 cards"):
+        SkyjoRules(num_players=np.uint8(8), rows=np.uint8(8), cols=np.uint8(8))
+
+
+@pytest.mark.parametrize("count", [10**12, np.uint64(2**63), 10_001])
+def test_skyjo_rules__deck_larger_than_the_maximum_is_rejected_before_allocating(count):
+    with pytest.raises(ValueError, match=r"SkyjoRules\.deck='\d+ cards'.*at most 10000 cards"):
+        SkyjoRules(deck={1: count})
+    assert SkyjoRules(deck={1: 10_000}).deck_size == 10_000
+
+
+@pytest.mark.parametrize("deck", [{-2: 20, -1: 20}, {0: 40}, {-2: 10, 0: 30}])
+def test_skyjo_rules__deck_without_a_positive_card_needs_max_rounds(deck):
+    # no round score can be positive, so no total would ever reach the target
+    with pytest.raises(ValueError) as info:
+        SkyjoRules(deck=deck)
+    message = str(info.value)
+    assert message.startswith(f"SkyjoRules.deck={deck!r} is invalid: allowed a card > 0")
+    assert "target_score=100" in message and "\n" not in message
+    assert SkyjoRules(deck=deck, max_rounds=10).max_rounds == 10
+
+
+def test_skyjo_rules__flat_penalty_on_non_positive_scores_can_end_a_game():
+    # a finisher scoring 0 is charged 0 + 5: totals can grow without a positive card
+    flat = dict(finisher_penalty_mode="flat", finisher_flat_penalty=5)
+    assert SkyjoRules(deck={0: 40}, finisher_penalty_only_if_positive=False, **flat)
+    with pytest.raises(ValueError, match=r"SkyjoRules\.deck="):
+        SkyjoRules(deck={0: 40}, finisher_penalty_only_if_positive=True, **flat)
+    with pytest.raises(ValueError, match=r"SkyjoRules\.deck="):
+        SkyjoRules(deck={0: 40}, finisher_penalty_only_if_positive=False)  # multiplier
+
+
+def test_skyjo_rules__totals_that_could_overflow_int32_are_rejected():
+    # a round can score 64 * -1000 * 100 = -6,400,000: 335 rounds fit in int32, 1000 do not
+    extreme = dict(
+        deck={-1000: 200, 1: 10}, rows=8, cols=8, finisher_multiplier=100, initial_reveals=0
+    )
+    with pytest.raises(ValueError) as info:
+        SkyjoRules(**extreme)
+    assert str(info.value).startswith(
+        "SkyjoRules.max_rounds=None is invalid: allowed an int in 1..335"
+    )
+    assert SkyjoRules(**extreme, max_rounds=335).max_rounds == 335
+    with pytest.raises(ValueError, match=r"max_rounds=336 .*1\.\.335"):
+        SkyjoRules(**extreme, max_rounds=336)
+
+
+def test_rules_params__none_caps_become_the_hard_caps():
+    params = rules_params(SkyjoRules(max_rounds=None, max_turns_per_round=None))
+    assert params[P_MAX_ROUNDS] == MAX_ROUNDS == 1000
+    assert params[P_MAX_TURNS] == MAX_TURNS_PER_ROUND == 100_000
+    params = rules_params(SkyjoRules(max_rounds=7, max_turns_per_round=50))
+    assert (params[P_MAX_ROUNDS], params[P_MAX_TURNS]) == (7, 50)

@@ -32,7 +32,7 @@ from skyjo_env.core.layout import (
     TRUNCATED,
     TURN,
 )
-from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
 
 from .test_vectors import (
     SUM_10,
@@ -209,7 +209,7 @@ def test_initial_reveal_mode__random_reveals_seeded_slots_without_decisions():
 
 
 @pytest.mark.parametrize("mode", ["random", "choice"])
-def test_initial_reveals__eliminations_are_checked_during_setup(mode):
+def test_initial_reveals__eliminations_are_checked_at_the_end_of_setup(mode):
     # every card is a 5 and 3 of the 4 slots of a 2x2 grid go face up: one column matches
     rules = SkyjoRules(rows=2, cols=2, initial_reveals=3, initial_reveal_mode=mode, deck={5: 20})
     state = new_games(rules, 4, seed=5)
@@ -423,6 +423,17 @@ def test_max_rounds__ends_the_game_after_that_many_rounds(max_rounds):
     assert (state.game[:, ROUND] == max_rounds).all()
     assert not state.truncated.any()
     assert (state.total_scores < 10_000).all()
+
+
+def test_max_rounds__none_still_ends_a_game_after_the_hard_cap():
+    # nearly every card is a -2: totals only fall, so no total ever reaches the target
+    rules = SkyjoRules(rows=1, cols=2, initial_reveals=1, deck={-2: 30, 1: 2})
+    assert rules.max_rounds is None
+    state = new_games(rules, 3, seed=41)
+    play_out(state, np.random.default_rng(42), max_steps=40_000)
+    assert (state.game[:, ROUND] == MAX_ROUNDS).all()
+    assert not state.truncated.any()
+    assert (state.total_scores < -1000).all()
 
 
 def test_max_turns_per_round__truncates_the_game_without_scoring():

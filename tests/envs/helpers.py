@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from skyjo_env.core.actions import Phase
 from skyjo_env.core.layout import (
+    CLEARED,
+    DISCARD_SIZE,
+    DRAW_SIZE,
     EVENT_GAME_ENDED,
     EVENT_ROUND_ENDED,
+    HELD,
     NUM_SEAT_FIELDS,
+    PHASE,
     ROUND_SCORE,
     TOTAL,
 )
 from skyjo_env.rewards import seat_rewards_into
+
+_HOLDING_PHASES = (int(Phase.PLACE_DRAWN), int(Phase.PLACE_DISCARD))
 
 
 def pick_from(observation: np.ndarray, mask: np.ndarray) -> int:
@@ -87,3 +95,41 @@ def advance_to(game, learner: str) -> float:
 def round_scores(game) -> np.ndarray:
     """The last scored round's scores of a raw AEC env's game."""
     return game.batch.seat[0, :, ROUND_SCORE].copy()
+
+
+def unconserved_games(state) -> np.ndarray:
+    """Games of a `BatchState` whose cards are not all accounted for: int64 (K,).
+
+    Grids (slots not cleared) + draw pile + discard pile + held card must be the deck
+    (RULES.md §6), as in tests/core/test_invariants.py.
+    """
+    batch = state.batch_size
+    low = int(state.deck.min())
+    bins = int(state.deck.max()) - low + 1
+    expected = np.bincount(state.deck.astype(np.int64) - low, minlength=bins)
+    positions = np.arange(state.deck.size)
+    holding = np.isin(state.game[:, PHASE], _HOLDING_PHASES)[:, None]
+    parts = [
+        (state.grid.reshape(batch, -1), state.slot_state.reshape(batch, -1) != CLEARED),
+        (state.draw_pile, positions < state.game[:, DRAW_SIZE, None]),
+        (state.discard_pile, positions < state.game[:, DISCARD_SIZE, None]),
+        (state.game[:, HELD, None], holding),
+    ]
+    counts = np.zeros((batch, bins), np.int64)
+    for cards, counted in parts:
+        # entries that are not counted may hold anything: clip them into range
+        index = np.clip(cards.astype(np.int64) - low, 0, bins - 1)
+        rows = np.broadcast_to(np.arange(batch)[:, None], index.shape)
+        np.add.at(counts, (rows[counted], index[counted]), 1)
+    return np.flatnonzero((counts != expected).any(axis=1))
+
+
+def state_copy(state) -> tuple[np.ndarray, ...]:
+    """Copies of every array of a `BatchState` (compare with `assert_same_state`)."""
+    return tuple(array.copy() for array in state.arrays)
+
+
+def assert_same_state(state, copy: tuple[np.ndarray, ...]) -> None:
+    """Every array of ``state`` is bitwise what `state_copy` saw."""
+    for now, before in zip(state.arrays, copy, strict=True):
+        np.testing.assert_array_equal(now, before)

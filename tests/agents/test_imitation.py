@@ -1,0 +1,50 @@
+"""Imitation warm start: a cloned policy agrees with its teacher far above chance."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from agents.ppo.imitation import clone_policy, collect_demonstrations
+from agents.registry import make_agent
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.vec_env import SkyjoVecEnv
+
+RULES = SkyjoRules()
+
+
+def _agreement(policy, observations, masks, actions) -> float:
+    with torch.no_grad():
+        distribution = policy.get_distribution(torch.as_tensor(observations), action_masks=masks)
+        chosen = distribution.distribution.logits.argmax(dim=1).numpy()
+    return float((chosen == actions).mean())
+
+
+def test_collect_demonstrations__records_legal_teacher_moves():
+    teacher = make_agent("ev", RULES, seed=0)
+    observations, masks, actions = collect_demonstrations(RULES, [teacher], games=4, seed=1)
+    assert observations.shape == (len(actions), 108) and masks.shape == (len(actions), 27)
+    assert masks[np.arange(len(actions)), actions].all()
+    again = collect_demonstrations(RULES, [teacher], games=4, seed=1)
+    np.testing.assert_array_equal(actions, again[2])
+
+
+def test_clone_policy__agrees_with_ev_on_held_out_decisions():
+    from sb3_contrib import MaskablePPO
+
+    torch.manual_seed(0)
+    teacher = make_agent("ev", RULES, seed=0)
+    train = collect_demonstrations(RULES, [teacher], games=100, seed=1)
+    held_out = collect_demonstrations(RULES, [teacher], games=30, seed=2)
+    model = MaskablePPO("MlpPolicy", SkyjoVecEnv(num_envs=2, rules=RULES, seed=0),
+                        policy_kwargs={"net_arch": [64, 64]}, device="cpu", seed=0)
+    before = _agreement(model.policy, *held_out)
+    stats = clone_policy(model.policy, *train, epochs=6, batch_size=1024, seed=3)
+    after = _agreement(model.policy, *held_out)
+    # chance: a uniform pick among the legal actions
+    masks = held_out[1]
+    chance = float((1.0 / masks.sum(axis=1)).mean())
+    assert 0.5 < stats["accuracy"] <= 1.0
+    # measured: about 0.76 against a chance of 0.28 (0.27 before cloning)
+    assert after > chance + 0.35, (before, after, chance)
+    assert after > before + 0.3, (before, after, chance)

@@ -1,0 +1,196 @@
+"""Resume is the same run: a run killed (SIGKILL) and resumed ends exactly like one never
+stopped; SIGTERM during the warm start stops cleanly with nothing to resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from agents.ppo.checkpoint import CheckpointError, load_policy, read_metadata
+from agents.ppo.config import TrainConfig
+from agents.ppo.training import TRAINING_STATE_JSON, train, truncate_eval_log
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# 6 rollouts of 16 x 64 steps: checkpoints at 2048 and 4096, an evaluation every rollout,
+# a short warm start whose value-only rollouts straddle the first checkpoint, and
+# snapshots from the first evaluation on (so "self" opponents play from the start)
+RESUMABLE = dict(
+    total_timesteps=6144,
+    n_envs=16,
+    n_steps=64,
+    batch_size=512,
+    n_epochs=1,
+    eval_interval=1024,
+    eval_games=4,
+    checkpoint_interval=2048,
+    net_arch=[32, 32],
+    imitation_games=20,
+    imitation_epochs=1,
+    value_warmup_rollouts=3,
+    snapshot_min_score=0.0,
+    progress=False,
+)
+
+
+def _train_command(run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, str(ROOT / "train.py"), "--run-dir", str(run_dir), "--no-progress",
+            *extra]
+
+
+def _evaluations(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "eval.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in lines]
+
+
+def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """TensorBoard scalars by tag (timing left out: time/*, imitation/seconds)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    found: dict[str, list[tuple[int, float]]] = {}
+    for directory in sorted((run_dir / "tb").iterdir()):
+        events = EventAccumulator(str(directory))
+        events.Reload()
+        for tag in events.Tags()["scalars"]:
+            if not tag.startswith("time/") and tag != "imitation/seconds":
+                found.setdefault(tag, []).extend((e.step, e.value) for e in events.Scalars(tag))
+    return found
+
+
+def _kill_after_a_lost_evaluation(process: subprocess.Popen, run_dir: Path) -> int:
+    """SIGKILL ``process`` once it has evaluated past its last checkpoint (so the lost
+    segment wrote evaluation lines and TensorBoard events); returns the checkpoint's steps."""
+    last, log = run_dir / "checkpoints" / "last.zip", run_dir / "eval.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if last.exists() and log.exists():
+            saved = read_metadata(last)["timesteps"]
+            evaluated = [json.loads(line)["timesteps"] for line in log.read_text().splitlines()
+                         if line.endswith("}")]
+            if evaluated and evaluated[-1] > saved:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait()
+                return saved
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError(f"the run ended before it could be killed: {process.stderr.read()}")
+
+
+def test_resume__killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    config_path = tmp_path / "resumable.yaml"
+    config_path.write_text(yaml.safe_dump(RESUMABLE))
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    train(TrainConfig(**RESUMABLE), whole)
+
+    process = subprocess.Popen(
+        _train_command(killed, "--config", str(config_path)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    saved = _kill_after_a_lost_evaluation(process, killed)
+    assert 0 < saved < RESUMABLE["total_timesteps"]
+    resumed = subprocess.run(_train_command(killed, "--resume"), capture_output=True, text=True,
+                             cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+
+    # the same evaluations, once each: the lost segment's lines were dropped and replayed
+    assert _evaluations(killed) == _evaluations(whole)
+    assert [e["timesteps"] for e in _evaluations(killed)] == [1024, 2048, 3072, 4096, 5120, 6144]
+    # the same final network, bit for bit
+    final = {k: load_policy(d / "checkpoints" / "last.zip").state_dict() for k, d in
+             (("whole", whole), ("killed", killed))}
+    for name, tensor in final["whole"].items():
+        assert torch.equal(tensor, final["killed"][name]), name
+    # TensorBoard: no step logged twice, and the same curves (timing scalars aside)
+    assert _scalars(killed) == _scalars(whole)
+    assert read_metadata(killed / "best.zip")["score"] == read_metadata(whole / "best.zip")["score"]
+
+
+def test_resume__sigterm_during_warm_start_stops_cleanly_with_nothing_to_resume(tmp_path):
+    config_path = tmp_path / "slow_warm_start.yaml"
+    # a warm start of many minutes: the signal surely lands inside it
+    config_path.write_text(yaml.safe_dump({**RESUMABLE, "imitation_games": 10**6}))
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(
+        _train_command(run_dir, "--config", str(config_path)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    time.sleep(8)  # imports, then into the demonstrations
+    assert process.poll() is None, process.stderr.read()
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0
+    assert "Traceback" not in stderr, stderr
+    assert "warm start" in stderr and "nothing to resume" in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert not (run_dir / "checkpoints").exists() and not (run_dir / "eval.jsonl").exists()
+    again = subprocess.run(_train_command(run_dir, "--resume"), capture_output=True, text=True,
+                           cwd=tmp_path, timeout=120)
+    assert again.returncode == 2
+    assert len(again.stderr.strip().splitlines()) == 1 and "nothing to resume" in again.stderr
+
+
+def test_trainer_restore__a_checkpoint_without_training_state_is_a_clear_error(tmp_path):
+    from agents.ppo.training import Trainer
+
+    config = TrainConfig(**{**RESUMABLE, "total_timesteps": 1024, "imitation_games": 0,
+                            "eval_interval": 0})
+    train(config, tmp_path)
+    last = tmp_path / "checkpoints" / "last.zip"
+    import zipfile
+
+    stripped = tmp_path / "stripped.zip"
+    with zipfile.ZipFile(last) as source, zipfile.ZipFile(stripped, "w") as target:
+        for item in source.namelist():
+            if item != TRAINING_STATE_JSON:
+                target.writestr(item, source.read(item))
+    stripped.replace(last)
+    with pytest.raises(CheckpointError, match="training_state.json"):
+        Trainer(config, tmp_path).run(resume=True)
+
+
+def test_truncate_eval_log__keeps_the_first_lines(tmp_path):
+    log = tmp_path / "eval.jsonl"
+    log.write_text('{"timesteps": 1}\n{"timesteps": 2}\n{"timesteps": 3}\n{"time')
+    truncate_eval_log(log, 2)
+    assert log.read_text() == '{"timesteps": 1}\n{"timesteps": 2}\n'
+
+
+def test_trainer__sigterm_finishes_the_rollout_then_checkpoints_and_stops(tmp_path):
+    from agents.ppo.training import Trainer
+
+    config = TrainConfig(**{**RESUMABLE, "imitation_games": 0, "eval_interval": 0})
+    trainer = Trainer(config, tmp_path)
+    advance = trainer.advance_progress
+
+    def terminate_once(timesteps: int) -> None:
+        if timesteps == 1024 + 16 * 10:  # mid-way through the second rollout
+            os.kill(os.getpid(), signal.SIGTERM)
+        advance(timesteps)
+
+    trainer.advance_progress = terminate_once
+    before = signal.getsignal(signal.SIGTERM)
+    summary = trainer.run()
+    assert summary["interrupted"] and summary["timesteps"] == 2048
+    assert read_metadata(tmp_path / "checkpoints" / "last.zip")["timesteps"] == 2048
+    assert not (tmp_path / "eval.jsonl").exists()  # no final evaluation after a stop
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_trainer_restore__another_n_envs_is_a_clear_error(tmp_path):
+    from agents.ppo.training import Trainer
+
+    config = TrainConfig(**{**RESUMABLE, "total_timesteps": 1024, "imitation_games": 0,
+                            "eval_interval": 0})
+    train(config, tmp_path)
+    wider = TrainConfig(**{**RESUMABLE, "n_envs": 32, "imitation_games": 0})
+    with pytest.raises(CheckpointError, match="holds 16 games.*n_envs=32"):
+        Trainer(wider, tmp_path).run(resume=True)
