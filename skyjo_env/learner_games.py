@@ -19,7 +19,8 @@ error propagates naming the opponent, and every later `LearnerGames.advance` rai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numba
@@ -37,10 +38,23 @@ from skyjo_env.core.engine import (
 )
 from skyjo_env.core.jit import jit
 from skyjo_env.core.layout import (
+    CLEARED,
     CURRENT,
+    DECISIONS,
+    DISCARD_SIZE,
+    DRAW_SIZE,
     EVENT_GAME_ENDED,
     EVENT_TRUNCATED,
+    FINISHER,
+    HELD,
+    HIDDEN,
     PHASE,
+    PREV_FINISHER,
+    REVEALS_DONE,
+    ROUND,
+    STARTER,
+    TRUNCATED,
+    TURN,
 )
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
@@ -622,12 +636,247 @@ class LearnerGames:
         with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
             return next_streams(self.batch.rng, np.asarray(which, np.int64))
 
+    # -------------------------------------------------------------- state export / import
+
+    def _state_layout(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """Name -> (shape, dtype) of every array `export_state` writes."""
+        layout = {f"batch_{name}": (getattr(self.batch, name).shape, getattr(self.batch, name).dtype)
+                  for name in STATE_BATCH_FIELDS}
+        layout.update({f"games_{name}": (getattr(self, name).shape, getattr(self, name).dtype)
+                       for name in STATE_GAMES_FIELDS})
+        layout["games_assignment"] = (self._assignment.shape, self._assignment.dtype)
+        return layout
+
+    def _settings(self) -> dict[str, Any]:
+        """What an imported state must have been exported under (JSON-normalised)."""
+        return json.loads(json.dumps({
+            "num_games": self.num_games,
+            "rules": self.rules.to_dict(),
+            "episode": self.episode,
+            "illegal_action": self.illegal_action,
+            "illegal_penalty": self.illegal_penalty,
+        }))
+
+    def export_state(self, agent_key: Callable[[Agent], str]
+                     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Everything the future of these games depends on, as plain data (no pickles).
+
+        Not included: the opponent agents themselves (named by ``agent_key``; their own
+        state, e.g. a generator, is the caller's to save) and a chooser (see `import_state`).
+
+        Args:
+            agent_key: Gives each opponent agent in use a name (distinct agents, distinct
+                names) that `import_state`'s ``agent_for_key`` turns back into an agent.
+
+        Returns:
+            ``(meta, arrays)``: a JSON-able dict, and copies of the engine arrays
+            (``batch_<field>`` of `STATE_BATCH_FIELDS`), the per-game arrays
+            (``games_<field>`` of `STATE_GAMES_FIELDS`) and ``games_assignment`` (int64
+            (N, max(1, P-1)), each game's opponent per seat after the learner, an index
+            into ``meta["opponents"]``).
+
+        Raises:
+            ValueError: ``agent_key`` gave a non-string, or one name to two agents.
+        """
+        keys = []
+        for agent in self._agents:
+            key = agent_key(agent)
+            if not isinstance(key, str):
+                raise ValueError(f"agent_key must return a str, got {key!r} for opponent agent "
+                                 f"{agent_name(agent)!r}")
+            if key in keys:
+                raise ValueError(f"agent_key gave the name {key!r} to two different opponent "
+                                 f"agents: names must be distinct")
+            keys.append(key)
+        meta = {
+            "version": STATE_VERSION,
+            **self._settings(),
+            "opponents": keys,
+            "chooser": self._chooser is not None,
+            "failure": self.failure,
+        }
+        arrays = {f"batch_{name}": getattr(self.batch, name).copy() for name in STATE_BATCH_FIELDS}
+        arrays.update({f"games_{name}": getattr(self, name).copy() for name in STATE_GAMES_FIELDS})
+        arrays["games_assignment"] = self._assignment.copy()
+        return meta, arrays
+
+    def import_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray],
+                     agent_for_key: Callable[[str], Agent]) -> None:
+        """Continue from an `export_state` of games built with the same settings.
+
+        Everything is checked before anything changes: a refused state leaves these games
+        as they were. Opponents exported under a chooser keep this object's chooser for
+        the games started from now on (it must have one: a callable is not data).
+
+        Args:
+            meta: The JSON part of `export_state` (may have been through ``json``).
+            arrays: Its arrays, by name, of exactly the exported shapes and dtypes.
+            agent_for_key: Returns the agent for each name in ``meta["opponents"]``.
+
+        Raises:
+            ValueError: One line naming what is wrong: a missing or different meta entry
+                (version, rules, number of games, episode options), a missing array, one of
+                the wrong type, shape or dtype, values the engine cannot hold (a seat, slot
+                state, phase, pile size or card outside its range), masks that are not the
+                games' legal actions, or a name ``agent_for_key`` did not turn into an agent.
+        """
+        if not isinstance(meta, dict):
+            raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
+        if meta.get("version") != STATE_VERSION:
+            raise ValueError(f"state meta 'version' is {meta.get('version')!r}; this "
+                             f"LearnerGames imports version {STATE_VERSION}")
+        for name, value in self._settings().items():
+            if name not in meta:
+                raise ValueError(f"state meta has no {name!r}")
+            if meta[name] != value:
+                raise ValueError(f"state meta {name!r} is {meta[name]!r}; these games have "
+                                 f"{value!r}")
+        keys, chooser, failure = meta.get("opponents"), meta.get("chooser"), meta.get("failure")
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
+            raise ValueError(f"state meta 'opponents' must be a non-empty list of names, got "
+                             f"{keys!r}")
+        if not isinstance(chooser, bool):
+            raise ValueError(f"state meta 'chooser' must be a bool, got {chooser!r}")
+        if chooser and self._chooser is None:
+            raise ValueError("the state was exported with an opponent chooser: give these "
+                             "games the same chooser (set_opponents) before importing it")
+        if failure is not None and not isinstance(failure, str):
+            raise ValueError(f"state meta 'failure' must be None or a str, got {failure!r}")
+        new = _checked_arrays(arrays, self._state_layout())
+        _check_state_values(new, self.batch, len(keys))
+        masks = np.empty_like(new["games_masks"])
+        if failure is None:
+            learner_masks(new["batch_slot_state"], new["batch_game"], self.batch.params,
+                          new["games_over"], masks)
+        else:
+            masks[:] = False
+        if not np.array_equal(masks, new["games_masks"]):
+            raise ValueError("state array 'games_masks' is not the games' legal actions")
+        agents = []
+        for key in keys:
+            agent = agent_for_key(key)
+            if not isinstance(agent, Agent):
+                raise ValueError(f"agent_for_key({key!r}) gave {type(agent).__name__}, not an "
+                                 f"Agent")
+            agents.append(agent)
+        # one registry entry per distinct agent, as `_register` keeps it
+        index_of: dict[int, int] = {}
+        unique: list[Agent] = []
+        remap = np.empty(len(agents), np.int64)
+        for i, agent in enumerate(agents):
+            if id(agent) not in index_of:
+                index_of[id(agent)] = len(unique)
+                unique.append(agent)
+            remap[i] = index_of[id(agent)]
+        # in place: the compiled helpers' argument tuples hold these very arrays
+        for name in STATE_BATCH_FIELDS:
+            getattr(self.batch, name)[...] = new[f"batch_{name}"]
+        for name in STATE_GAMES_FIELDS:
+            getattr(self, name)[...] = new[f"games_{name}"]
+        self._assignment[...] = remap[new["games_assignment"]]
+        self._agents, self._index_of = unique, index_of
+        if not chooser:
+            self._chooser = None
+        self.failure = failure
+        self._agents_changed()
+
+
+#: The `BatchState` arrays `LearnerGames.export_state` saves (``params`` and ``deck``
+#: follow from the rules).
+STATE_BATCH_FIELDS = ("grid", "slot_state", "draw_pile", "discard_pile", "game", "seat", "rng",
+                      "final_grid", "final_slot_state")
+#: The per-game `LearnerGames` arrays it saves beside them.
+STATE_GAMES_FIELDS = ("learner_seat", "rewards", "terminated", "truncated", "over", "masks")
+#: Version of the `LearnerGames.export_state` format.
+STATE_VERSION = 1
+
+
+def _checked_arrays(arrays: Any, layout: dict[str, tuple[tuple[int, ...], np.dtype]]
+                    ) -> dict[str, np.ndarray]:
+    """C-contiguous writable copies of ``arrays[name]`` for every name in ``layout``.
+
+    Raises:
+        ValueError: ``arrays`` is not a mapping, or an array is missing or not a numpy array
+            of the layout's shape and dtype (naming it).
+    """
+    if not isinstance(arrays, Mapping):
+        raise ValueError(f"state arrays must be a mapping of name -> array, got "
+                         f"{type(arrays).__name__}")
+    checked = {}
+    for name, (shape, dtype) in layout.items():
+        if name not in arrays:
+            raise ValueError(f"state array {name!r} is missing")
+        array = arrays[name]
+        if not isinstance(array, np.ndarray) or array.shape != shape or array.dtype != dtype:
+            got = (f"dtype {array.dtype} shape {array.shape}" if isinstance(array, np.ndarray)
+                   else type(array).__name__)
+            raise ValueError(f"state array {name!r} must be {dtype} of shape {shape}, got {got}")
+        checked[name] = np.array(array, order="C", copy=True)
+    return checked
+
+
+def _check_state_values(arrays: dict[str, np.ndarray], batch: BatchState, num_agents: int) -> None:
+    """Refuse values the compiled kernels would read as out-of-range indices.
+
+    Args:
+        arrays: Checked state arrays (`_checked_arrays`) of games like ``batch``'s.
+        batch: The games they are for (rules, deck).
+        num_agents: Number of opponent names the assignment indexes.
+
+    Raises:
+        ValueError: Naming the first array with a value out of range.
+    """
+    players, deck_size = batch.rules.num_players, batch.deck.shape[0]
+    game = arrays["batch_game"]
+
+    def require(ok: np.ndarray | bool, name: str, allowed: str) -> None:
+        if not np.all(ok):
+            raise ValueError(f"state array {name!r} holds values outside {allowed}")
+
+    for name in ("batch_slot_state", "batch_final_slot_state"):
+        require((arrays[name] >= HIDDEN) & (arrays[name] <= CLEARED), name, "the slot states")
+    require((game[:, PHASE] >= 0) & (game[:, PHASE] <= _GAME_OVER), "batch_game",
+            "the phases (column PHASE)")
+    for column, low, label in ((CURRENT, 0, "CURRENT"), (STARTER, 0, "STARTER"),
+                               (FINISHER, -1, "FINISHER"), (PREV_FINISHER, -1, "PREV_FINISHER")):
+        require((game[:, column] >= low) & (game[:, column] < players), "batch_game",
+                f"{low} .. {players - 1} (column {label})")
+    for column, label in ((ROUND, "ROUND"), (TURN, "TURN"), (REVEALS_DONE, "REVEALS_DONE"),
+                          (DECISIONS, "DECISIONS"), (DRAW_SIZE, "DRAW_SIZE"),
+                          (DISCARD_SIZE, "DISCARD_SIZE")):
+        require(game[:, column] >= 0, "batch_game", f"0 .. (column {label})")
+    require(game[:, DRAW_SIZE] + game[:, DISCARD_SIZE] <= deck_size, "batch_game",
+            f"0 .. {deck_size} cards in the two piles (columns DRAW_SIZE, DISCARD_SIZE)")
+    require((game[:, TRUNCATED] == 0) | (game[:, TRUNCATED] == 1), "batch_game",
+            "0 .. 1 (column TRUNCATED)")
+    cards = batch.rules.card_values
+    in_deck = "the deck's card values"
+    holding = np.isin(game[:, PHASE], (int(Phase.PLACE_DRAWN), int(Phase.PLACE_DISCARD)))
+    require(np.isin(game[holding, HELD], cards), "batch_game", f"{in_deck} (column HELD)")
+    for values, states in (("batch_grid", "batch_slot_state"),
+                           ("batch_final_grid", "batch_final_slot_state")):
+        live = arrays[states] != CLEARED
+        require(np.isin(arrays[values][live], cards), values, f"{in_deck} (uncleared slots)")
+    positions = np.arange(deck_size)
+    for pile, column in (("batch_draw_pile", DRAW_SIZE), ("batch_discard_pile", DISCARD_SIZE)):
+        live = positions[None, :] < game[:, column, None]
+        require(np.isin(arrays[pile][live], cards), pile, f"{in_deck} (cards in the pile)")
+    seats = arrays["games_learner_seat"]
+    require((seats >= 0) & (seats < players), "games_learner_seat", f"0 .. {players - 1}")
+    assignment = arrays["games_assignment"]
+    require((assignment >= 0) & (assignment < num_agents), "games_assignment",
+            f"0 .. {num_agents - 1} (indices into meta 'opponents')")
+    require(np.isfinite(arrays["games_rewards"]), "games_rewards", "the finite numbers")
+
 
 __all__ = [
     "EnvNeedsResetError",
     "LearnerGames",
     "OpponentError",
     "Opponents",
+    "STATE_BATCH_FIELDS",
+    "STATE_GAMES_FIELDS",
+    "STATE_VERSION",
     "agent_name",
     "check_learner_actions",
     "collect_events",

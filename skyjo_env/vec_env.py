@@ -14,7 +14,7 @@ This is the one module of `skyjo_env` that imports Stable-Baselines3 (to subclas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,8 +28,14 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 
 from skyjo_env.core.layout import ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.learner_games import LearnerGames, Opponents, integer_actions, opponent_seed
-from skyjo_env.protocol import RandomAgent
+from skyjo_env.learner_games import (
+    LearnerGames,
+    Opponents,
+    agent_name,
+    integer_actions,
+    opponent_seed,
+)
+from skyjo_env.protocol import Agent, RandomAgent
 from skyjo_env.render import render_ansi
 from skyjo_env.view_options import observation_box, resolve_rules
 
@@ -65,6 +71,9 @@ class SkyjoVecEnv(VecEnv):
     Opponents: one `Agent` for all opponent seats, a sequence of ``P-1`` agents (by seat
     after the learner), or a chooser ``f(rng) -> Agent | Sequence[Agent]`` called at every
     game start; change them with `set_opponents`. Default: a `RandomAgent`.
+
+    State: `export_state` gives everything later steps depend on as a JSON-able dict and
+    named arrays (opponents by name); `import_state` continues from it, checking it first.
 
     Failures: actions that are not an integer array of shape (N,) are refused in
     ``step_async`` (``ValueError``), an illegal learner action in ``step_wait``
@@ -149,6 +158,108 @@ class SkyjoVecEnv(VecEnv):
         """Swap the opponents (an agent, ``P-1`` agents, or a chooser), effective at once."""
         self.games.set_opponents(opponents, self._rng)
         self._owns_opponent = False  # only once the new opponents are in place
+
+    # -------------------------------------------------------------- state export / import
+
+    def export_state(self, agent_key: Callable[[Agent], str] | None = None
+                     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Everything this env's future steps depend on, as plain data (no pickles).
+
+        The games (`LearnerGames.export_state`), the env's generator, the pending reset
+        seeds, whether ``reset()`` has run, and the default random opponent's generator.
+        The other opponent agents are only named (their own state is the caller's to save),
+        and a chooser is not data: `import_state` needs an env with the same one.
+
+        Args:
+            agent_key: Names each opponent agent in use (distinct agents, distinct names);
+                may be None when the only opponent is the env's default random one (which
+                is named `DEFAULT_OPPONENT_KEY`).
+
+        Returns:
+            ``(meta, arrays)``: a JSON-able dict and named numpy arrays (copies).
+
+        Raises:
+            RuntimeError: Called between ``step_async`` and ``step_wait``.
+            ValueError: An opponent to name without ``agent_key``, or ``agent_key`` gave a
+                name twice, a non-string or `DEFAULT_OPPONENT_KEY`.
+        """
+        if self._actions is not None:
+            raise RuntimeError("export_state between step_async and step_wait: call "
+                               "step_wait first")
+        default = self._default_opponent
+
+        def key(agent: Agent) -> str:
+            if agent is default:
+                return DEFAULT_OPPONENT_KEY
+            if agent_key is None:
+                raise ValueError(f"opponent agent {agent_name(agent)!r} needs a name: pass "
+                                 f"agent_key to export_state")
+            name = agent_key(agent)
+            if name == DEFAULT_OPPONENT_KEY:
+                raise ValueError(f"agent_key gave opponent agent {agent_name(agent)!r} the "
+                                 f"reserved name {DEFAULT_OPPONENT_KEY!r}")
+            return name
+
+        games_meta, arrays = self.games.export_state(key)
+        meta = {
+            "games": games_meta,
+            "rng": self._rng.bit_generator.state,
+            "seeds": list(self._seeds),
+            "started": self._started,
+            "owns_opponent": self._owns_opponent,
+            "default_opponent_rng": default.rng.bit_generator.state,
+        }
+        return meta, arrays
+
+    def import_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray],
+                     agent_for_key: Callable[[str], Agent] | None = None) -> None:
+        """Continue from an `export_state` of an env built with the same settings.
+
+        Everything is checked before anything changes: a refused state leaves this env as
+        it was. Stepping then goes on exactly as the exported env would have (given the
+        same opponents in the same state, and the same chooser if it had one).
+
+        Args:
+            meta: The JSON part of `export_state` (may have been through ``json``).
+            arrays: Its arrays by name.
+            agent_for_key: Returns the agent for each opponent name other than
+                `DEFAULT_OPPONENT_KEY` (None when there is no other).
+
+        Raises:
+            ValueError: One line naming the bad entry or array (see
+                `LearnerGames.import_state`) or generator state.
+        """
+        if not isinstance(meta, dict):
+            raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
+        for name in ("games", "rng", "seeds", "started", "owns_opponent", "default_opponent_rng"):
+            if name not in meta:
+                raise ValueError(f"state meta has no {name!r}")
+        rng = _generator_from_state(meta["rng"], "rng")
+        opponent_rng = _generator_from_state(meta["default_opponent_rng"], "default_opponent_rng")
+        seeds = meta["seeds"]
+        if not (isinstance(seeds, list) and len(seeds) == self.num_envs
+                and (all(s is None for s in seeds) or all(_is_seed(s) for s in seeds))):
+            raise ValueError(f"state meta 'seeds' must be {self.num_envs} ints >= 0 or "
+                             f"{self.num_envs} Nones, got {seeds!r}")
+        for name in ("started", "owns_opponent"):
+            if not isinstance(meta[name], bool):
+                raise ValueError(f"state meta {name!r} must be a bool, got {meta[name]!r}")
+        default = self._default_opponent
+
+        def agent(key: str) -> Agent:
+            if key == DEFAULT_OPPONENT_KEY:
+                return default
+            if agent_for_key is None:
+                raise ValueError(f"opponent {key!r} needs an agent: pass agent_for_key to "
+                                 f"import_state")
+            return agent_for_key(key)
+
+        self.games.import_state(meta["games"], arrays, agent)
+        self._rng = rng
+        default.rng = opponent_rng
+        self._seeds = list(seeds)
+        self._started = meta["started"]
+        self._owns_opponent = meta["owns_opponent"]
 
     @property
     def learner_seat(self) -> np.ndarray:
@@ -296,4 +407,26 @@ class SkyjoVecEnv(VecEnv):
         return text
 
 
-__all__ = ["SkyjoVecEnv"]
+#: The name `SkyjoVecEnv.export_state` gives the env's own default random opponent.
+DEFAULT_OPPONENT_KEY = "skyjo_vec_env:default_random"
+
+
+def _is_seed(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _generator_from_state(state: Any, name: str) -> np.random.Generator:
+    """A PCG64 generator in ``state`` (a ``bit_generator.state`` dict).
+
+    Raises:
+        ValueError: ``state`` is not a PCG64 state (naming the meta entry ``name``).
+    """
+    generator = np.random.default_rng()
+    try:
+        generator.bit_generator.state = state
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"state meta {name!r} is not a PCG64 generator state ({error})") from None
+    return generator
+
+
+__all__ = ["DEFAULT_OPPONENT_KEY", "SkyjoVecEnv"]

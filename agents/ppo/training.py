@@ -87,13 +87,9 @@ from skyjo_env.encoding import ObservationLayout
 TRAINING_STATE_JSON = "training_state.json"
 #: Checkpoint member with the array part of the training state (an ``.npz``, no pickles).
 TRAINING_STATE_ARRAYS = "training_state.npz"
-TRAINING_STATE_VERSION = 1
-
-#: The `skyjo_env.core.engine.BatchState` arrays that make up the env's games.
-_BATCH_FIELDS = ("grid", "slot_state", "draw_pile", "discard_pile", "game", "seat", "rng",
-                 "final_grid", "final_slot_state")
-#: The per-game `skyjo_env.learner_games.LearnerGames` arrays beside them.
-_GAMES_FIELDS = ("learner_seat", "rewards", "terminated", "truncated", "over", "masks")
+TRAINING_STATE_VERSION = 2
+#: Prefix of the env's arrays (`SkyjoVecEnv.export_state`) among the training state arrays.
+_ENV_PREFIX = "env_"
 
 
 class WarmStartInterrupted(CheckpointError):
@@ -395,25 +391,28 @@ class Trainer:
         )
 
     # the run's state beside the weights
-    def _opponent_keys(self) -> list[str]:
-        """A name for each agent the env's games may be using: the pool's heuristic kind,
-        or the snapshot name."""
-        kinds = {id(agent): kind for kind, agent in self.pool.heuristics.items()}
-        return [kinds.get(id(agent), agent.name) for agent in self.vec_env.games.opponents]
+    def _opponent_key(self, agent) -> str:
+        """The name of an agent the env's games may be using: the pool's heuristic kind, or
+        the snapshot name."""
+        for kind, heuristic in self.pool.heuristics.items():
+            if agent is heuristic:
+                return kind
+        return agent.name
 
     def run_state(self, timesteps: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Everything besides weights and optimizer that the run continues from.
 
-        Reads a few private fields, for want of public accessors: SB3's
-        ``model._last_obs``, ``_last_episode_starts``, ``_n_updates``, the
-        `SkyjoVecEnv`'s generator and started flag and the `LearnerGames` opponent registry.
+        The env's games, generator and opponents come from `SkyjoVecEnv.export_state`.
+        SB3 offers no public API for ``model._last_obs``, ``_last_episode_starts`` and
+        ``_n_updates``, so those private fields are read directly.
 
         Returns:
             ``(JSON-able dict, {name: array})``.
         """
         import torch
 
-        model, vec, games = self.model, self.vec_env, self.vec_env.games
+        model = self.model
+        env_state, env_arrays = self.vec_env.export_state(self._opponent_key)
         # SB3 shuffles minibatches with the legacy global generator, so it is part of the run
         legacy = np.random.get_state(legacy=False)  # noqa: NPY002
         state = {
@@ -429,8 +428,7 @@ class Trainer:
             "best_score": None if math.isinf(self.best_score) else self.best_score,
             "best_pool_score": None if math.isinf(self.best_pool_score) else self.best_pool_score,
             "snapshots": [agent.name for agent in self.pool.snapshots],
-            "opponents": self._opponent_keys(),
-            "env_rng": _generator_state(vec._rng),
+            "env": env_state,
             "random_opponent_rng": _generator_state(self.pool.heuristics["random"].rng),
             "numpy_global": {"pos": legacy["state"]["pos"], "has_gauss": legacy["has_gauss"],
                              "gauss": legacy["gauss"]},
@@ -443,9 +441,7 @@ class Trainer:
                             if getattr(model, "_logger", None) is not None else {}),
             "imitation_stats": self.imitation_stats,
         }
-        arrays = {f"batch_{name}": getattr(games.batch, name) for name in _BATCH_FIELDS}
-        arrays.update({f"games_{name}": getattr(games, name) for name in _GAMES_FIELDS})
-        arrays["games_assignment"] = games._assignment
+        arrays = {_ENV_PREFIX + name: array for name, array in env_arrays.items()}
         arrays["last_obs"] = np.asarray(model._last_obs)
         arrays["last_episode_starts"] = np.asarray(model._last_episode_starts)
         arrays["monitor_returns"] = self.monitor.episode_returns
@@ -470,8 +466,12 @@ class Trainer:
                 f"checkpoint {str(self.last_checkpoint)!r} has training state version "
                 f"{state.get('version')!r}; this skyjo-rl resumes version {TRAINING_STATE_VERSION}"
             )
-        saved_games = arrays["games_learner_seat"].shape[0]
-        if saved_games != self.config.n_envs:
+        env_state = state.get("env")
+        try:
+            saved_games = env_state["games"]["num_games"]
+        except (KeyError, TypeError):
+            saved_games = None  # import_state below names what is missing
+        if saved_games is not None and saved_games != self.config.n_envs:
             raise CheckpointError(
                 f"checkpoint {str(self.last_checkpoint)!r} holds {saved_games} games; this "
                 f"config has n_envs={self.config.n_envs}: resume with the run's own config"
@@ -488,19 +488,17 @@ class Trainer:
                 loaded[key] = self._snapshot_agent(key)
             return loaded[key]
 
-        vec, games, model = self.vec_env, self.vec_env.games, self.model
-        # in place: the compiled helpers hold references to these very arrays
-        for name in _BATCH_FIELDS:
-            getattr(games.batch, name)[...] = arrays[f"batch_{name}"]
-        for name in _GAMES_FIELDS:
-            getattr(games, name)[...] = arrays[f"games_{name}"]
-        games._agents = [agent(key) for key in state["opponents"]]
-        games._index_of = {id(a): i for i, a in enumerate(games._agents)}
-        games._assignment[...] = arrays["games_assignment"]
-        games._agents_changed()
-        vec.seed(None)  # no pending reset seeds: the games are running
-        _set_generator_state(vec._rng, state["env_rng"])
-        vec._started = True
+        model = self.model
+        env_arrays = {name[len(_ENV_PREFIX):]: array for name, array in arrays.items()
+                      if name.startswith(_ENV_PREFIX)}
+        try:
+            self.vec_env.import_state(env_state, env_arrays, agent)
+        except CheckpointError:
+            raise  # a snapshot that could not be loaded, already named
+        except ValueError as error:
+            raise CheckpointError(
+                f"checkpoint {str(self.last_checkpoint)!r} has a damaged env state: {error}"
+            ) from error
         _set_generator_state(self.pool.heuristics["random"].rng, state["random_opponent_rng"])
         self.monitor.episode_returns[...] = arrays["monitor_returns"]
         self.monitor.episode_lengths[...] = arrays["monitor_lengths"]
