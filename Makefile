@@ -12,7 +12,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --upgrade pip
 	# torch first: 2.13.0 is a local CPU build; any other request pulls a multi-GB CUDA build
 	$(BIN)/python -m pip install torch==2.13.0
-	$(BIN)/python -m pip install -e ".[dev]"
+	$(BIN)/python -m pip install -e ".[dev,distributed]"
 	touch $@
 
 setup: $(BIN)/.installed

@@ -13,6 +13,7 @@ from skyjo_env.core.actions import (
     describe_action,
     num_actions,
 )
+from skyjo_env.core.determinize import sample_information_set
 from skyjo_env.core.engine import (
     BatchState,
     IllegalActionError,
@@ -42,6 +43,7 @@ __all__ = [
     "new_batch",
     "num_actions",
     "reset",
+    "sample_information_set",
     "step",
     "unseen_counts",
     "winners",
