@@ -5,6 +5,9 @@
 The views load on first use, so importing `skyjo_env` (or the engine, `skyjo_env.core`)
 imports no RL library: PettingZoo and Gymnasium come with the first view asked for, and
 Stable-Baselines3 (with torch) only with `SkyjoVecEnv`.
+
+``gymnasium.make("skyjo_env/Skyjo-v0", ...)`` builds a `SkyjoGymEnv` once this package is
+imported; the id is registered when Gymnasium is (see `skyjo_env.registration`).
 """
 
 import importlib
@@ -21,6 +24,9 @@ from skyjo_env.core import (
 )
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.protocol import Agent, RandomAgent
+from skyjo_env.registration import register_when_gymnasium_loads
+
+register_when_gymnasium_loads()
 
 #: view name -> module that defines it, imported on first access
 _VIEWS = {

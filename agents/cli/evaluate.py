@@ -12,6 +12,11 @@ directory ends the run with a one-line message on stderr and exit status 2, and 
 file is written. An agent that fails during play (its ``act`` raises, or returns an illegal
 or malformed action) ends it with a one-line message naming the agent and exit status 1;
 Ctrl-C ends it with exit status 130. No traceback is printed for any of these.
+
+``--workers N`` (a local Ray with N CPUs, started on demand and shut down afterwards) or
+``--ray-address HOST:PORT`` (an existing cluster) shard the deal groups over Ray tasks
+(`agents.evaluation.distributed`); Ray is imported only then. Without Ray installed, or
+with an unreachable address, the run ends with a one-line message and exit status 2.
 """
 
 from __future__ import annotations
@@ -21,6 +26,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agents.evaluation.distributed import (
+    DEFAULT_CHUNK_DEALS,
+    DistributedRunError,
+    DistributedSetupError,
+    evaluate_agents_distributed,
+)
 from agents.evaluation.games import (
     MAX_RECORDS_BYTES,
     AgentActionError,
@@ -29,7 +40,7 @@ from agents.evaluation.games import (
 )
 from agents.evaluation.report import format_table, write_reports
 from agents.evaluation.tournament import play_tournament
-from agents.registry import VALID_FORMS, make_agent
+from agents.registry import VALID_FORMS, AgentSpecError, make_agent
 from skyjo_env.core.rules import MAX_PLAYERS, load_rules
 
 PROG = "evaluate"
@@ -81,6 +92,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-ratings", action="store_true", help="skip the OpenSkill ratings (faster)"
     )
+    distributed = parser.add_argument_group(
+        "distributed (Ray; pip install -e \".[distributed]\")",
+        "Shard the deal groups over Ray tasks, in chunks of a fixed number of deal groups. "
+        "The report is the same with any number of workers; for agents without randomness "
+        "of their own (ev, greedy, a deterministic ppo:PATH) it also equals the report "
+        "without Ray, while agents that sample (random) are seeded per chunk, so their "
+        "games differ from the single-process run. A ppo:PATH must be readable at PATH on "
+        "every node, and the project installed on every node.",
+    )
+    distributed.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="start a local Ray with N CPUs (unless one is running) and play N chunks at "
+        "once; with --ray-address, play at most N chunks at once",
+    )
+    distributed.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="connect to an existing Ray cluster (the address 'ray start --head' prints)",
+    )
+    distributed.add_argument(
+        "--chunk-deals",
+        type=int,
+        metavar="D",
+        help=f"deal groups per Ray task (default {DEFAULT_CHUNK_DEALS}); it fixes the "
+        "random agents' streams, so keep it to reproduce a report",
+    )
     return parser
 
 
@@ -92,6 +131,22 @@ def _check_output(option: str, path: Path | None) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise UsageError(f"{option}: directory {str(parent)!r} does not exist")
+
+
+def _is_distributed(args: argparse.Namespace) -> bool:
+    return args.workers is not None or args.ray_address is not None
+
+
+def _check_distributed(args: argparse.Namespace) -> None:
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.chunk_deals is not None:
+        if args.chunk_deals < 1:
+            raise UsageError(f"--chunk-deals must be >= 1, got {args.chunk_deals}")
+        if not _is_distributed(args):
+            raise UsageError("--chunk-deals applies only with --workers or --ray-address")
+    if args.ray_address is not None and not args.ray_address.strip():
+        raise UsageError("--ray-address is empty; give HOST:PORT")
 
 
 def _prepare(args: argparse.Namespace):
@@ -110,6 +165,7 @@ def _prepare(args: argparse.Namespace):
         )
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    _check_distributed(args)
     for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
         _check_output(option, path)
     try:
@@ -158,17 +214,33 @@ def _run(args: argparse.Namespace) -> int:
         rules, agents = _prepare(args)
     except UsageError as error:
         return _fail(str(error), EXIT_USAGE)
+    progress = False if args.no_progress else None
     try:
-        result = play_tournament(
-            agents,
-            rules,
-            args.games,
-            args.seed,
-            specs=args.agents,
-            progress=False if args.no_progress else None,
-            ratings=not args.no_ratings,
-        )
-    except AgentActionError as error:
+        if _is_distributed(args):
+            result = evaluate_agents_distributed(
+                args.agents,
+                rules,
+                args.games,
+                args.seed,
+                workers=args.workers,
+                address=args.ray_address,
+                chunk_deals=args.chunk_deals or DEFAULT_CHUNK_DEALS,
+                progress=progress,
+                ratings=not args.no_ratings,
+            )
+        else:
+            result = play_tournament(
+                agents,
+                rules,
+                args.games,
+                args.seed,
+                specs=args.agents,
+                progress=progress,
+                ratings=not args.no_ratings,
+            )
+    except (DistributedSetupError, AgentSpecError) as error:  # e.g. a path a node lacks
+        return _fail(str(error), EXIT_USAGE)
+    except (AgentActionError, DistributedRunError) as error:
         return _fail(str(error), EXIT_RUNTIME)
     except (ValueError, MemoryError) as error:  # anything _prepare could not foresee
         return _fail(f"{type(error).__name__}: {error}", EXIT_RUNTIME)

@@ -18,6 +18,9 @@ Design:
 * **Reproducible.** The deal seeds come from ``SeedSequence(seed, spawn_key=(0,))`` and the
   agents' seeds (see `agent_seed`) from ``SeedSequence(seed, spawn_key=(1, i))``, so one
   master seed fixes the whole report; ratings are fed in game order, not completion order.
+  A sharded tournament (`agents.evaluation.distributed`) plays fixed ranges of deal groups
+  (`play_deals`) with agents seeded from ``SeedSequence(seed, spawn_key=(2, chunk, i))``
+  (see `shard_agent_seed`) and merges the records (`GameRecords.concatenate`).
 * **Win-rate interval.** A game's win share is 1 for a sole winner and 1/k for each of k
   tied winners. The 95% interval of an agent's win rate is a Student-t interval over
   *per-deal-group means* (the agent's mean win share over the ``P`` rotations of one deal),
@@ -105,6 +108,16 @@ def agent_seed(seed: int, index: int) -> int:
     return int(sequence.generate_state(1, np.uint64)[0])
 
 
+def shard_agent_seed(seed: int, chunk: int, index: int) -> int:
+    """Seed of agent ``index``'s generator in chunk ``chunk`` of a sharded tournament.
+
+    Each chunk of deal groups builds its agents afresh, so an agent with its own
+    randomness makes the same choices in a chunk whichever worker plays it.
+    """
+    sequence = np.random.SeedSequence(check_seed(seed), spawn_key=(2, int(chunk), int(index)))
+    return int(sequence.generate_state(1, np.uint64)[0])
+
+
 def check_seed(seed: Any) -> int:
     """``seed`` as an int; raises ValueError unless it is a non-negative int."""
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
@@ -130,7 +143,8 @@ def display_names(names: Sequence[str]) -> list[str]:
 class GameRecords:
     """Per-game outcomes, indexed by game and by *agent position* (not seat).
 
-    Game ``g`` is rotation ``g % P`` of deal group ``g // P``.
+    Game ``g`` is rotation ``g % P`` of deal group ``first_deal + g // P`` (``first_deal``
+    is 0 for a whole tournament, the chunk's first deal group for a shard of one).
 
     Attributes:
         deal: int64 (G,), deal group of each game.
@@ -160,14 +174,15 @@ class GameRecords:
     decisions: np.ndarray
 
     @classmethod
-    def empty(cls, num_games: int, num_players: int) -> GameRecords:
-        """Zeroed records for ``num_games`` games of ``num_players`` agents."""
+    def empty(cls, num_games: int, num_players: int, first_deal: int = 0) -> GameRecords:
+        """Zeroed records for ``num_games`` games of ``num_players`` agents whose deal groups
+        start at ``first_deal``."""
         games = np.arange(num_games, dtype=np.int64)
         rotation = games % num_players
         seat = (np.arange(num_players, dtype=np.int64)[None, :] + rotation[:, None]) % num_players
         by_agent = (num_games, num_players)
         return cls(
-            deal=games // num_players,
+            deal=first_deal + games // num_players,
             rotation=rotation,
             seat=seat,
             total=np.zeros(by_agent, np.int64),
@@ -178,6 +193,39 @@ class GameRecords:
             lines_eliminated=np.zeros(by_agent, np.int64),
             truncated=np.zeros(num_games, bool),
             decisions=np.zeros(num_games, np.int64),
+        )
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[GameRecords]) -> GameRecords:
+        """The records of ``parts`` one after the other, as one `GameRecords`.
+
+        Args:
+            parts: Records of consecutive ranges of deal groups, in deal order (e.g. the
+                chunks of a sharded tournament sorted by their first deal).
+
+        Raises:
+            ValueError: No parts, parts with different numbers of agents, or parts whose
+                deal groups do not follow on from each other.
+        """
+        if not parts:
+            raise ValueError("no records to concatenate")
+        players = {part.total.shape[1] for part in parts}
+        if len(players) > 1:
+            raise ValueError(f"records of different numbers of agents: {sorted(players)}")
+        expected = int(parts[0].deal[0]) if parts[0].num_games else 0
+        for part in parts:
+            if part.num_games and int(part.deal[0]) != expected:
+                raise ValueError(
+                    f"records out of deal order: a part starts at deal group "
+                    f"{int(part.deal[0])}, expected {expected}"
+                )
+            if part.num_games:
+                expected = int(part.deal[-1]) + 1
+        return cls(
+            **{
+                field.name: np.concatenate([getattr(part, field.name) for part in parts])
+                for field in fields(cls)
+            }
         )
 
     @property
@@ -225,7 +273,8 @@ def agent_label(name: str, spec: str | None = None) -> str:
     return repr(name) if spec is None or spec == name else f"{name!r} (spec {spec!r})"
 
 
-def _progress_bar(total: int, progress: bool | None):
+def progress_bar(total: int, progress: bool | None):
+    """A tqdm bar over ``total`` games; ``progress`` None shows it only on a terminal."""
     from tqdm.auto import tqdm
 
     enabled = sys.stderr.isatty() if progress is None else bool(progress)
@@ -339,7 +388,70 @@ def play_games(
     players = rules.num_players
     if len(agents) != players:
         raise ValueError(f"{len(agents)} agents for {players} seats; give one agent per seat")
-    games = check_games(games, players)
+    num_deals = -(-check_games(games, players) // players)
+    return play_deals(
+        agents,
+        rules,
+        seed,
+        range(num_deals),
+        names=names,
+        specs=specs,
+        progress=progress,
+        max_batch=max_batch,
+    )
+
+
+def check_deals(deals: Any, num_players: int) -> range:
+    """``deals`` after checking it is a non-empty ``range`` of deal groups with step 1,
+    starting at >= 0, whose games fit in `max_games` (``num_players``)."""
+    if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not deals:
+        raise ValueError(
+            f"deals must be a non-empty range(start, stop) with 0 <= start < stop, got {deals!r}"
+        )
+    check_games(len(deals) * num_players, num_players)
+    return deals
+
+
+def play_deals(
+    agents: Sequence[Agent],
+    rules: SkyjoRules,
+    seed: int,
+    deals: range,
+    *,
+    names: Sequence[str] | None = None,
+    specs: Sequence[str] | None = None,
+    progress: bool | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> tuple[GameRecords, float]:
+    """Play every rotation of the deal groups ``deals`` of a tournament (no statistics).
+
+    `play_games` plays ``range(num_deals)``; a sharded tournament plays one chunk of deal
+    groups per call. Deal group ``d`` is dealt from ``deal_seeds(seed, d + 1)[d]`` whatever
+    the range, and messages name the game by its number in the whole tournament.
+
+    Args:
+        agents: One agent per seat position, ``len(agents) == rules.num_players``.
+        rules: The rules (``num_players`` must equal the number of agents).
+        seed: Master seed of the deals (non-negative int).
+        deals: The deal groups to play, ``range(start, stop)`` with ``0 <= start < stop``.
+        names: Names used in error messages (default: the agents' names).
+        specs: Specs shown beside the names in error messages (default: none).
+        progress: Show a progress bar; None shows one only when stderr is a terminal.
+        max_batch: Most games stepped together.
+
+    Returns:
+        ``(records, elapsed_s)``: records of the ``len(deals) * P`` games in deal order
+        (``records.deal`` holds the deal group numbers of the whole tournament).
+
+    Raises:
+        ValueError: Bad arguments (`TooManyGamesError` for too many games).
+        AgentActionError: an agent's ``act`` raised or returned an illegal or malformed
+            action.
+    """
+    players = rules.num_players
+    if len(agents) != players:
+        raise ValueError(f"{len(agents)} agents for {players} seats; give one agent per seat")
+    deals = check_deals(deals, players)
     if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
         raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
     names = list(names) if names is not None else display_names([a.name for a in agents])
@@ -348,10 +460,10 @@ def play_games(
     labels = [
         agent_label(name, None if specs is None else specs[i]) for i, name in enumerate(names)
     ]
-    num_deals = -(-int(games) // players)
-    num_games = num_deals * players
-    seeds = deal_seeds(seed, num_deals)
-    records = GameRecords.empty(num_games, players)
+    num_games = len(deals) * players
+    first_game = deals.start * players  # number of this range's first game in the tournament
+    seeds = deal_seeds(seed, deals.stop)[deals.start :]
+    records = GameRecords.empty(num_games, players, first_deal=deals.start)
 
     batch = min(num_games, int(max_batch))
     state = new_batch(rules, batch)
@@ -360,7 +472,8 @@ def play_games(
     masks = np.empty((batch, state.num_actions), bool)
     actions = np.empty(batch, np.int64)
     events = np.empty(batch, np.int32)
-    slot_game = np.full(batch, -1, np.int64)  # game running in each slot, -1 when idle
+    # tournament game running in each slot, -1 when idle
+    slot_game = np.full(batch, -1, np.int64)
     # agent position holding each seat of each slot's game, -1 for idle slots
     seat_owner = np.full((batch, players), -1, np.int64)
     all_slots = np.arange(batch)
@@ -378,7 +491,7 @@ def play_games(
         ids = np.arange(next_game, next_game + count)
         next_game += count
         reset(state, [seeds[g // players] for g in ids], which=slots)
-        slot_game[slots] = ids
+        slot_game[slots] = first_game + ids
         rotation = ids % players
         # agent i sits at seat (i + r) % P, so seat s holds agent (s - r) % P
         seat_owner[slots] = (np.arange(players)[None, :] - rotation[:, None]) % players
@@ -386,7 +499,7 @@ def play_games(
     started = time.perf_counter()
     start(all_slots)
     finished = 0
-    with _progress_bar(num_games, progress) as bar:
+    with progress_bar(num_games, progress) as bar:
         while finished < num_games:
             legal_action_mask(state, out=masks)
             encoder.encode(state, state.current_player, out=observations)
@@ -403,7 +516,7 @@ def play_games(
             done = np.flatnonzero(events & EVENT_GAME_ENDED)
             if done.size == 0:
                 continue
-            _record(records, state, done, slot_game[done])
+            _record(records, state, done, slot_game[done] - first_game)
             finished += done.size
             bar.update(done.size)
             start(done)

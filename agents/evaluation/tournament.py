@@ -259,15 +259,46 @@ def play_tournament(
         progress=progress,
         max_batch=max_batch,
     )
+    return tournament_result(
+        records, rules, games, seed, names, specs, elapsed_s=elapsed, ratings=ratings
+    )
+
+
+def tournament_result(
+    records: GameRecords,
+    rules: SkyjoRules,
+    requested_games: int,
+    seed: int,
+    names: Sequence[str],
+    specs: Sequence[str],
+    *,
+    elapsed_s: float,
+    ratings: bool = True,
+) -> TournamentResult:
+    """Summarize the records of a whole tournament (in game order) into its result.
+
+    Args:
+        records: Every game of the tournament, in game order (merged chunks included).
+        rules: The rules played.
+        requested_games: Games asked for before rounding up.
+        seed: The master seed.
+        names: Display name per agent position.
+        specs: Spec per agent position.
+        elapsed_s: Wall time of the games.
+        ratings: Compute OpenSkill ratings.
+
+    Returns:
+        The `TournamentResult`.
+    """
     return TournamentResult(
         games=records.num_games,
-        requested_games=int(games),
+        requested_games=int(requested_games),
         deals=records.num_games // rules.num_players,
         seed=int(seed),
         rules=rules,
         agents=summarize(records, names, specs, ratings=ratings),
         records=records,
-        elapsed_s=elapsed,
+        elapsed_s=elapsed_s,
     )
 
 

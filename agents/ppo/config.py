@@ -10,6 +10,7 @@ caller as ONE line naming the key, the value and what is allowed, in a `TrainCon
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -38,6 +39,9 @@ FEATURES: tuple[str, ...] = get_args(Features)
 #: Largest master seed: SB3 seeds numpy's legacy global generator (which takes < 2**32)
 #: with it; the margin leaves room for seeds formed by adding small offsets to it.
 MAX_SEED = 2**31 - 1
+
+#: Most Ray workers for data generation (a bound against typos, not a Ray limit).
+MAX_DATA_WORKERS = 1024
 
 _SPEC_FORMS = "random, greedy, ev, package.module:Class or ppo:PATH"
 
@@ -128,6 +132,15 @@ class TrainConfig(BaseModel):
     """Full teacher self-play games recorded for the warm start (0 = start from scratch)."""
     imitation_epochs: int = Field(4, ge=1)
     """Passes over the recorded decisions."""
+    data_workers: int = Field(0, ge=0, le=MAX_DATA_WORKERS)
+    """Workers generating the warm start's demonstrations: 0 plays them in this process;
+    N >= 1 runs them as Ray tasks, at most N at once, on a local Ray started for them (and
+    stopped after) or on ``ray_address``. The data is the same for any value: the games
+    come in fixed-size chunks, each seeded from the seed and its index alone (see
+    `agents.ppo.imitation.run_chunks`). N >= 1 needs Ray (the ``distributed`` extra)."""
+    ray_address: str | None = Field(None, min_length=1)
+    """Ray cluster the data workers join (``auto``, ``ray://host:10001``); null starts a
+    local Ray. Only with ``data_workers`` >= 1."""
     value_warmup_rollouts: int = Field(3, ge=0)
     """After the warm start, rollouts during which only the value network learns, so the
     first policy updates use sensible advantages instead of a random critic's."""
@@ -190,6 +203,13 @@ class TrainConfig(BaseModel):
                 f"config key 'batch_size': got {_show(self.batch_size)}, expected at most "
                 f"n_envs * n_steps = {self.n_envs} * {self.n_steps} = {rollout}"
             )
+        if self.ray_address is not None and self.data_workers == 0:
+            # a cluster address with in-process generation would be silently ignored
+            raise TrainConfigError(
+                f"config key 'ray_address': got {_show(self.ray_address)}, but data_workers "
+                "is 0 (in-process data generation); set data_workers >= 1 to use Ray, or "
+                "ray_address: null"
+            )
         self.resolve_rules()
         return self
 
@@ -236,11 +256,13 @@ def check_agent_specs(config: TrainConfig) -> None:
     """Build every agent spec the config names once, so a bad one fails before training.
 
     Checks each of ``eval_opponents`` and, when a warm start will run
-    (``imitation_games > 0``), ``imitation_teacher``, through `agents.registry.make_agent`.
+    (``imitation_games > 0``), ``imitation_teacher``, through `agents.registry.make_agent`,
+    and then that Ray is installed if that warm start has ``data_workers`` >= 1.
 
     Raises:
         TrainConfigError: a spec names no agent, or its agent cannot be built or loaded
-            (the message names the key and carries the registry's reason).
+            (the message names the key and carries the registry's reason); or Ray is
+            missing for ``data_workers``.
     """
     rules = config.resolve_rules()
     keyed = [("eval_opponents", spec) for spec in config.eval_opponents]
@@ -251,6 +273,21 @@ def check_agent_specs(config: TrainConfig) -> None:
             make_agent(spec, rules, seed=config.seed)
         except AgentSpecError as error:  # the registry wraps checkpoint errors in it
             raise TrainConfigError(f"config key {key!r}: {error}") from error
+    if config.data_workers > 0 and config.imitation_games > 0:
+        check_ray_installed(config.data_workers)
+
+
+def check_ray_installed(data_workers: int) -> None:
+    """Refuse ``data_workers`` >= 1 without Ray, before any work (Ray is not imported here).
+
+    Raises:
+        TrainConfigError: Ray is not installed (names ``data_workers``).
+    """
+    if importlib.util.find_spec("ray") is None:
+        raise TrainConfigError(
+            f"config key 'data_workers': got {data_workers}, which needs Ray, and Ray is not "
+            "installed: pip install -e '.[distributed]', or set data_workers: 0"
+        )
 
 
 def load_train_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:
@@ -301,6 +338,8 @@ _ALLOWED = {
     "weights >= 0 with a positive sum",
     "imitation_teacher": f"an agent spec ({_SPEC_FORMS})",
     "eval_opponents": f"a non-empty list of distinct agent specs ({_SPEC_FORMS})",
+    "ray_address": "null (start a local Ray) or a non-empty Ray address string ('auto', "
+    "'ray://host:10001')",
 }
 
 _BOUNDS = ((annotated_types.Ge, "ge", ">="), (annotated_types.Gt, "gt", ">"),

@@ -4,14 +4,26 @@ PPO from scratch needs many millions of decisions to learn even which slot to sw
 card into. Cloning a heuristic first (supervised cross-entropy on the teacher's legal
 choices, the teacher in every seat of batched full games) gives PPO a policy that already
 plays sensibly, and the reinforcement learning then improves on it.
+
+The demonstrations come in chunks of `DEMONSTRATION_CHUNK_GAMES` games, each dealt and
+played by a teacher built inside the chunk, both seeded from root seeds and the chunk
+index alone (`chunk_seed`), so the data for a seed is the same whether the chunks run in this process
+(``workers=0``) or as Ray tasks on any number of workers (`run_chunks`, which any other
+seeded per-chunk data generator can reuse). Ray is imported only when ``workers > 0``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
+from agents.registry import make_agent
 from skyjo_env.core import legal_action_mask, new_batch, reset, step
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
@@ -50,6 +62,177 @@ def collect_demonstrations(
             actions.append(chosen[running].copy())
             step(state, chosen)
     return np.concatenate(observations), np.concatenate(masks), np.concatenate(actions)
+
+
+#: Games per chunk: the unit of seeding and of work, fixed so that the data never depends
+#: on the worker count (256 games keep the engine's batches efficient and give 3000 games
+#: 12 chunks to spread).
+DEMONSTRATION_CHUNK_GAMES = 256
+
+ChunkResult = TypeVar("ChunkResult")
+
+
+class DataWorkersError(ValueError):
+    """Distributed data generation cannot run: Ray is missing or cannot start or connect."""
+
+
+def chunk_sizes(games: int, chunk_games: int = DEMONSTRATION_CHUNK_GAMES) -> list[int]:
+    """Games in each chunk: full chunks of ``chunk_games``, then the remainder (if any)."""
+    if chunk_games < 1:
+        raise ValueError(f"chunk_games={chunk_games!r} is invalid: allowed an int >= 1")
+    full, rest = divmod(games, chunk_games)
+    return [chunk_games] * full + ([rest] if rest else [])
+
+
+def chunk_seed(seed: int, chunk: int) -> int:
+    """Chunk ``chunk``'s int seed from the root ``seed``: the first word of
+    ``SeedSequence(seed, spawn_key=(chunk,))``, in ``0 .. 2**32 - 1``."""
+    return int(np.random.SeedSequence(seed, spawn_key=(chunk,)).generate_state(1)[0])
+
+
+def demonstration_chunk(
+    rules: SkyjoRules, teacher_spec: str, seed: int, teacher_seed: int, chunk: int, games: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chunk ``chunk`` of the demonstrations: ``games`` games dealt from
+    ``chunk_seed(seed, chunk)``, every seat played by one ``teacher_spec`` agent built with
+    ``chunk_seed(teacher_seed, chunk)``.
+
+    Self-contained (plain arguments, teacher built here) so that it runs as a Ray task.
+
+    Returns:
+        ``(observations float32 (N, O), masks bool (N, A), actions int64 (N,))``.
+    """
+    teacher = make_agent(teacher_spec, rules, seed=chunk_seed(teacher_seed, chunk))
+    return collect_demonstrations(
+        rules, [teacher], games, chunk_seed(seed, chunk), batch=max(games, 1)
+    )
+
+
+def collect_chunked_demonstrations(
+    rules: SkyjoRules,
+    teacher_spec: str,
+    games: int,
+    seed: int,
+    teacher_seed: int,
+    workers: int = 0,
+    ray_address: str | None = None,
+    chunk_games: int = DEMONSTRATION_CHUNK_GAMES,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every decision of ``games`` teacher self-play games, chunk by chunk (`demonstration_chunk`).
+
+    Args:
+        rules: The rules to play.
+        teacher_spec: Agent spec of the teacher (`agents.registry.make_agent`); a ``ppo:PATH``
+            must be readable by every worker.
+        games: Games in all (>= 1).
+        seed: Root seed of the deals; the same seeds give the same arrays for any
+            ``workers``.
+        teacher_seed: Root seed of the teachers (one teacher per chunk).
+        workers: 0 plays the chunks here; N >= 1 runs them as Ray tasks, at most N at once.
+        ray_address: Ray cluster to join (``"auto"``, ``"ray://host:10001"``); None starts a
+            local Ray with ``workers`` CPUs when none is running.
+        chunk_games: Games per chunk (changes the data; keep the default).
+
+    Returns:
+        ``(observations float32 (N, O), masks bool (N, A), actions int64 (N,))``, chunks
+        concatenated in chunk order.
+
+    Raises:
+        DataWorkersError: ``workers > 0`` and Ray is not installed or cannot start/connect.
+        ValueError: ``games`` is not an int >= 1.
+    """
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        raise ValueError(f"games={games!r} is invalid: allowed an int >= 1")
+    task = partial(demonstration_chunk, rules, teacher_spec, seed, teacher_seed)
+    parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address)
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def run_chunks(
+    task: Callable[[int, int], ChunkResult],
+    sizes: Sequence[int],
+    workers: int = 0,
+    ray_address: str | None = None,
+) -> list[ChunkResult]:
+    """``[task(chunk, sizes[chunk]) for every chunk]``, here or as Ray tasks, in chunk order.
+
+    ``task`` must derive all its randomness from its arguments (e.g. `chunk_seed`): then
+    where and in which order the chunks run changes nothing.
+
+    Args:
+        task: A picklable callable ``(chunk index, chunk size) -> result``.
+        sizes: The size of each chunk.
+        workers: 0 runs the chunks in this process; N >= 1 keeps at most N Ray tasks running.
+        ray_address: See `collect_chunked_demonstrations`.
+
+    Raises:
+        DataWorkersError: ``workers > 0`` and Ray is not installed or cannot start/connect.
+        ValueError: ``workers`` is not an int >= 0.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"workers={workers!r} is invalid: allowed an int >= 0")
+    if workers == 0:
+        return [task(chunk, size) for chunk, size in enumerate(sizes)]
+    ray = _import_ray(workers)
+    started = _start_ray(ray, workers, ray_address)
+    try:
+        remote = ray.remote(_call_task)  # ray.remote takes functions, not partials
+        shared_task = ray.put(task)  # sent to the object store once, not once per chunk
+        results: dict[int, Any] = {}
+        running: dict[Any, int] = {}
+        for chunk, size in enumerate(sizes):
+            if len(running) >= workers:  # at most `workers` at once, even on a big cluster
+                _collect_one(ray, running, results)
+            running[remote.remote(shared_task, chunk, size)] = chunk
+        while running:
+            _collect_one(ray, running, results)
+        return [results[chunk] for chunk in range(len(sizes))]
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _call_task(task: Callable[[int, int], ChunkResult], chunk: int, size: int) -> ChunkResult:
+    return task(chunk, size)
+
+
+def _collect_one(ray: Any, running: dict[Any, int], results: dict[int, Any]) -> None:
+    (done,), _ = ray.wait(list(running), num_returns=1)
+    results[running.pop(done)] = ray.get(done)
+
+
+def _import_ray(workers: int) -> Any:
+    try:
+        return importlib.import_module("ray")
+    except ImportError:
+        raise DataWorkersError(
+            f"data_workers={workers} needs Ray, which is not installed: "
+            "pip install -e '.[distributed]', or set data_workers: 0 to generate in-process"
+        ) from None
+
+
+def _start_ray(ray: Any, workers: int, address: str | None) -> bool:
+    """Start or join Ray unless it is running; whether this call started it."""
+    if ray.is_initialized():
+        return False
+    # ray.init installs its own SIGTERM handler (sys.exit); keep the caller's (the trainer
+    # stops cleanly on SIGTERM)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main_thread else None
+    try:
+        if address is None:
+            ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING",
+                     log_to_driver=False)
+        else:
+            ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+    except Exception as error:  # noqa: BLE001 - Ray's many start/connect failures
+        where = "start a local Ray" if address is None else f"connect to Ray at {address!r}"
+        message = " ".join(f"{type(error).__name__}: {error}".split())
+        raise DataWorkersError(f"data_workers={workers}: cannot {where}: {message}") from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return True
 
 
 def actor_parameters(policy) -> list:

@@ -277,11 +277,23 @@ def _set_generator_state(generator: np.random.Generator, state: dict) -> None:
 
 
 class Trainer:
-    """One training run in a run directory (see the module docstring)."""
+    """One training run in a run directory (see the module docstring).
 
-    def __init__(self, config: TrainConfig, run_dir: str | Path):
+    Args:
+        config: the run's config.
+        run_dir: its directory.
+        on_evaluation: called as ``on_evaluation(timesteps, score)`` after each evaluation
+            (``score``: the mean win rate against ``eval_opponents``); answering True
+            before the last step asks for the polite stop a SIGTERM asks for (finish the
+            rollout and its update, checkpoint, stop; the summary says ``interrupted``).
+            Sweeps prune trials through it (`agents.sweep.runner.PruningHook`).
+    """
+
+    def __init__(self, config: TrainConfig, run_dir: str | Path,
+                 on_evaluation: Callable[[int, float], bool] | None = None):
         check_agent_specs(config)  # a bad evaluation or teacher spec fails before any work
         self.config = config
+        self.on_evaluation = on_evaluation
         self.rules = config.resolve_rules()
         self.run_dir = Path(run_dir)
         self.pool = OpponentPool(config, self.rules)
@@ -582,16 +594,26 @@ class Trainer:
     # imitation warm start
     def warm_start(self) -> dict[str, float]:
         """Clone the teacher into the fresh policy (see `agents.ppo.imitation`)."""
-        from agents.ppo.imitation import clone_policy, collect_demonstrations
+        from agents.ppo.config import TrainConfigError
+        from agents.ppo.imitation import (
+            DataWorkersError,
+            clone_policy,
+            collect_chunked_demonstrations,
+        )
 
         config = self.config
         started = time.perf_counter()
-        teacher = make_agent(config.imitation_teacher, self.rules,
-                             seed=derived_seed(config.seed, SEED_IMITATION_TEACHER))
-        observations, masks, actions = collect_demonstrations(
-            self.rules, [teacher], config.imitation_games,
-            derived_seed(config.seed, SEED_IMITATION_DATA),
-        )
+        # deals and teachers seeded per chunk (a teacher per chunk): the same data for any
+        # data_workers
+        try:
+            observations, masks, actions = collect_chunked_demonstrations(
+                self.rules, config.imitation_teacher, config.imitation_games,
+                derived_seed(config.seed, SEED_IMITATION_DATA),
+                derived_seed(config.seed, SEED_IMITATION_TEACHER),
+                workers=config.data_workers, ray_address=config.ray_address,
+            )
+        except DataWorkersError as error:  # Ray missing, or it cannot start or connect
+            raise TrainConfigError(str(error)) from None  # the message names data_workers
         stats = clone_policy(
             self.model.policy, observations, masks, actions, config.imitation_epochs,
             seed=derived_seed(config.seed, SEED_IMITATION_SHUFFLE),
@@ -678,6 +700,9 @@ class Trainer:
         if self._bar is not None:
             summary = " ".join(f"{s}={r['win_rate']:.2f}" for s, r in results.items())
             self._bar.write(f"[{timesteps:>10,} steps] win rate vs {summary}")
+        if (self.on_evaluation is not None and self.on_evaluation(timesteps, score)
+                and timesteps < config.total_timesteps):  # at the end there is nothing to stop
+            self.stop_requested = True
         return line
 
     def checkpoint(self, timesteps: int) -> Path:
@@ -812,6 +837,7 @@ class Trainer:
         }
 
 
-def train(config: TrainConfig, run_dir: str | Path, resume: bool = False) -> dict[str, Any]:
-    """Train (or resume) a run; see `Trainer.run`."""
-    return Trainer(config, run_dir).run(resume=resume)
+def train(config: TrainConfig, run_dir: str | Path, resume: bool = False,
+          on_evaluation: Callable[[int, float], bool] | None = None) -> dict[str, Any]:
+    """Train (or resume) a run; see `Trainer.run` (and `Trainer` for ``on_evaluation``)."""
+    return Trainer(config, run_dir, on_evaluation=on_evaluation).run(resume=resume)

@@ -130,6 +130,20 @@ def test_main__rules_file_and_online_preset(tmp_path):
             ["--agents", "random", "random", "--games", str(10**12)],
             f"--games {10**12} is too many for 2 agents: at most",
         ),
+        (["--agents", "random", "random", "--workers", "0"], "--workers must be >= 1, got 0"),
+        (
+            ["--agents", "random", "random", "--workers", "2", "--chunk-deals", "0"],
+            "--chunk-deals must be >= 1, got 0",
+        ),
+        (
+            ["--agents", "random", "random", "--chunk-deals", "8"],
+            "--chunk-deals applies only with --workers or --ray-address",
+        ),
+        (
+            ["--agents", "random", "random", "--ray-address", "127.0.0.1:1"],
+            "cannot reach a Ray cluster at '127.0.0.1:1'",
+        ),
+        (["--agents", "random", "random", "--ray-address", "head"], "is not HOST:PORT"),
     ],
 )
 def test_main__bad_input_fails_in_one_line_and_writes_nothing(tmp_path, capsys, argv, words):
@@ -301,3 +315,28 @@ def test_main__truncated_games_reported_as_no_win(tmp_path, capsys):
     assert report["truncated_games"] == 4
     assert "no winner" in report["truncated_games_policy"]
     assert [agent["wins"] for agent in report["agents"]] == [0, 0]
+
+
+def test_main__workers_without_ray_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    outputs = _out_dir(tmp_path)
+    status = main(["--agents", "random", "greedy", "--workers", "2", "--no-progress"]
+                  + _outputs(outputs))
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert 'distributed evaluation needs Ray' in err and 'pip install -e ".[distributed]"' in err
+    assert list(outputs.iterdir()) == []
+
+
+def test_main__single_process_path_never_imports_ray(tmp_path):
+    code = (
+        "import sys, agents.evaluation.distributed\n"
+        "from agents.cli.evaluate import main\n"
+        "status = main(['--agents', 'random', 'greedy', '--games', '4', '--no-progress'])\n"
+        "print('status', status, 'ray imported', 'ray' in sys.modules)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "status 0 ray imported False" in completed.stdout

@@ -26,6 +26,8 @@ def _imported_after(statement: str) -> list[str]:
     [
         ("import skyjo_env.core", ()),
         ("import skyjo_env", ()),
+        # the Gymnasium id is registered by an import hook, not by importing Gymnasium
+        ("import skyjo_env.registration", ()),
         ("from skyjo_env import env", ("gymnasium", "pettingzoo")),
         ("from skyjo_env import SkyjoGymEnv", ("gymnasium",)),
         ("import skyjo_env.rewards, skyjo_env.learner_games", ()),

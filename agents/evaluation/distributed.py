@@ -1,0 +1,405 @@
+"""Tournaments sharded over Ray tasks: the games and statistics of `evaluate_agents`, on
+many cores or machines (``evaluate.py --workers N`` / ``--ray-address ADDR``).
+
+Design:
+
+* **Fixed chunks, so the worker count changes nothing.** The deal groups of a tournament
+  are cut into chunks of ``chunk_deals`` consecutive groups (default
+  `DEFAULT_CHUNK_DEALS`; the size never depends on the number of workers). Each chunk is
+  one Ray task that builds the agents from their specs, seeded with
+  ``shard_agent_seed(seed, chunk, i)`` (``SeedSequence(seed, spawn_key=(2, chunk, i))``),
+  and plays every rotation of its deal groups in the batched engine
+  (`agents.evaluation.games.play_deals`). Workers only decide who plays which chunk, so
+  the records are identical with 1, 2 or N workers; merged in deal order they give the
+  same statistics, ratings and JSON report (timing fields aside).
+* **Same deals as one process.** Deal group ``d`` is dealt from the in-process deal seeds
+  (`deal_seeds`), so agents without randomness of their own (``ev``, ``greedy``, a
+  deterministic ``ppo:PATH``) play exactly the in-process games and the report equals
+  ``evaluate.py`` without Ray. Agents that draw random numbers (``random``, a sampling
+  policy) get a fresh generator per chunk, so their games differ from the in-process run
+  (which seeds each agent once), but never between worker counts.
+* **Specs travel, not objects.** A task receives the agent specs and ``rules.to_dict()``
+  and builds everything with `agents.registry.make_agent`. The project (and any
+  ``package.module:ClassName`` agent) must be importable on every node, and a
+  ``ppo:PATH`` checkpoint readable at PATH on every node (on a local Ray it is the same
+  filesystem). Each task uses one CPU (and one torch thread).
+* **Errors as in one process.** An agent that fails inside a task (`AgentActionError`,
+  `AgentSpecError`, a checkpoint error) is re-raised in the driver as that very exception,
+  unwrapped from Ray's ``RayTaskError``; the remaining chunks are cancelled.
+* **Ray on demand.** Ray is imported only when `ray_session` or a tournament here runs,
+  never when this module is imported; the single-process path never imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from agents.evaluation.games import (
+    DEFAULT_MAX_BATCH,
+    GameRecords,
+    check_games,
+    check_seed,
+    display_names,
+    play_deals,
+    progress_bar,
+    shard_agent_seed,
+)
+from agents.evaluation.tournament import TournamentResult, tournament_result
+from skyjo_env.core.rules import SkyjoRules
+
+#: Deal groups per chunk (one Ray task): 512 games of 2 players, large enough for the
+#: batched engine to run near full speed, small enough to spread over a few workers.
+DEFAULT_CHUNK_DEALS = 256
+
+#: Seconds to wait for a cluster address to accept a connection before giving up (Ray
+#: itself retries a wrong address for minutes).
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+
+INSTALL_HINT = 'install the extra: pip install -e ".[distributed]"'
+
+
+class DistributedSetupError(ValueError):
+    """Ray is missing, a cluster cannot be reached, or a sharding option is bad."""
+
+
+class DistributedRunError(RuntimeError):
+    """Ray lost a task for a reason of its own (a worker or node died, out of memory)."""
+
+
+def import_ray():
+    """The ``ray`` module; raises `DistributedSetupError` (with the install hint) without it."""
+    try:
+        import ray
+    except ImportError as error:
+        raise DistributedSetupError(
+            f"distributed evaluation needs Ray, which is not installed ({error}); "
+            f"{INSTALL_HINT}"
+        ) from error
+    return ray
+
+
+def check_workers(workers: Any) -> int | None:
+    """``workers`` as an int >= 1, or None; raises `DistributedSetupError` otherwise."""
+    if workers is None:
+        return None
+    if not isinstance(workers, (int, np.integer)) or isinstance(workers, bool) or workers < 1:
+        raise DistributedSetupError(f"workers must be an int >= 1, got {workers!r}")
+    return int(workers)
+
+
+def check_chunk_deals(chunk_deals: Any) -> int:
+    """``chunk_deals`` as an int >= 1; raises `DistributedSetupError` otherwise."""
+    if (
+        not isinstance(chunk_deals, (int, np.integer))
+        or isinstance(chunk_deals, bool)
+        or chunk_deals < 1
+    ):
+        raise DistributedSetupError(f"chunk_deals must be an int >= 1, got {chunk_deals!r}")
+    return int(chunk_deals)
+
+
+def chunk_ranges(num_deals: int, chunk_deals: int) -> list[range]:
+    """The deal groups of each chunk: ``range(0, c), range(c, 2c), ...`` up to ``num_deals``."""
+    return [
+        range(start, min(start + chunk_deals, num_deals))
+        for start in range(0, num_deals, chunk_deals)
+    ]
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """``(host, port)`` of ``HOST:PORT`` or ``ray://HOST:PORT``."""
+    text = address.split("://", 1)[1] if "://" in address else address
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or not port.isdigit():
+        raise DistributedSetupError(
+            f"Ray address {address!r} is not HOST:PORT (e.g. 10.0.0.1:6379, the address "
+            "'ray start --head' prints)"
+        )
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+    """Raise `DistributedSetupError` unless ``address`` accepts a TCP connection in time.
+
+    ``auto`` (Ray's own lookup of a local cluster) is left to Ray.
+    """
+    if address == "auto":
+        return
+    host, port = _host_port(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise DistributedSetupError(
+            f"cannot reach a Ray cluster at {address!r} within {timeout_s:g} s ({reason}); "
+            "start one with 'ray start --head --port=6379' and pass its HOST:PORT"
+        ) from error
+
+
+@contextmanager
+def ray_session(
+    workers: int | None = None,
+    address: str | None = None,
+    *,
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+) -> Iterator[Any]:
+    """Ray, initialised for the duration of the ``with`` block; yields the ``ray`` module.
+
+    ``address``, when given, must accept a connection within ``connect_timeout_s`` (a
+    wrong address fails fast instead of after Ray's minutes of retries). If Ray is already
+    initialised in this process it is used as is and left running. Otherwise ``address``
+    connects to that cluster (``ray.init(address=...)``), or a local Ray with
+    ``workers`` CPUs (all of them when None) is started; either is shut down (the driver
+    disconnects; a cluster keeps running) when the block ends.
+
+    Raises:
+        DistributedSetupError: Ray not installed, bad ``workers``, or the cluster cannot
+            be reached.
+    """
+    workers = check_workers(workers)
+    ray = import_ray()
+    if address is not None:
+        check_reachable(address, connect_timeout_s)
+    if ray.is_initialized():
+        yield ray
+        return
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if address is not None:
+        try:
+            ray.init(address=address, **quiet)
+        except Exception as error:  # Ray's own errors vary by version and cause
+            raise DistributedSetupError(
+                f"cannot connect to the Ray cluster at {address!r}: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+    else:
+        try:
+            ray.init(num_cpus=workers, include_dashboard=False, **quiet)
+        except Exception as error:  # e.g. no room for Ray's shared memory or sockets
+            raise DistributedSetupError(
+                f"cannot start a local Ray with {workers or 'all'} CPUs: "
+                f"{type(error).__name__}: {_first_line(error)}"
+            ) from error
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def play_chunk(
+    specs: Sequence[str],
+    rules_data: dict[str, Any],
+    seed: int,
+    chunk: int,
+    deals: range,
+    *,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    torch_threads: int | None = None,
+) -> tuple[GameRecords, list[str]]:
+    """Build the agents of one chunk from their specs and play its deal groups.
+
+    Runs inside a Ray task (or anywhere: the result does not depend on where).
+
+    Args:
+        specs: One agent spec per seat position (see `agents.registry.make_agent`).
+        rules_data: ``rules.to_dict()`` of the rules, ``num_players == len(specs)``.
+        seed: The tournament's master seed.
+        chunk: The chunk's index (seeds its agents' generators).
+        deals: The chunk's deal groups.
+        max_batch: Most games stepped together.
+        torch_threads: Threads torch may use once the agents are built (None: unchanged).
+
+    Returns:
+        ``(records, names)``: the chunk's records in deal order, and the agents' display
+        names (as the in-process tournament names them).
+
+    Raises:
+        AgentSpecError: a spec cannot be built here. AgentActionError: an agent failed.
+    """
+    from agents.registry import make_agent
+
+    rules = SkyjoRules.from_dict(rules_data)
+    agents = [
+        make_agent(spec, rules, shard_agent_seed(seed, chunk, i)) for i, spec in enumerate(specs)
+    ]
+    if torch_threads is not None and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(torch_threads)
+    names = display_names([agent.name for agent in agents])
+    records, _ = play_deals(
+        agents,
+        rules,
+        seed,
+        deals,
+        names=names,
+        specs=list(specs),
+        progress=False,
+        max_batch=max_batch,
+    )
+    return records, names
+
+
+def _chunk_task(specs, rules_data, seed, chunk, deals, max_batch):
+    """The body of one Ray task: one CPU, one torch thread."""
+    return play_chunk(specs, rules_data, seed, chunk, deals, max_batch=max_batch, torch_threads=1)
+
+
+def _first_line(error: BaseException) -> str:
+    return next(iter(str(error).strip().splitlines()), "")
+
+
+def _result(ray, ref):
+    """``ray.get(ref)``, re-raising an exception of the task as the task raised it.
+
+    Raises:
+        DistributedRunError: Ray's own failure (not an exception of the task's code).
+    """
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise DistributedRunError(
+            f"a Ray task failed: {type(error).__name__}: {_first_line(error)}"
+        ) from error
+    except ray.exceptions.RayError as error:
+        raise DistributedRunError(
+            f"a Ray task failed: {type(error).__name__}: {_first_line(error)}"
+        ) from error
+
+
+def play_sharded(
+    specs: Sequence[str],
+    rules: SkyjoRules,
+    games: int,
+    seed: int,
+    *,
+    workers: int | None = None,
+    chunk_deals: int = DEFAULT_CHUNK_DEALS,
+    progress: bool | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> tuple[GameRecords, list[str], float]:
+    """Play a tournament's games as Ray tasks, one per chunk of deal groups (Ray must be
+    initialised, e.g. by `ray_session`).
+
+    Args:
+        specs: One agent spec per seat position; ``len(specs) == rules.num_players``.
+        rules: The rules.
+        games: Games wanted (1 to `max_games`), rounded up to whole deal groups.
+        seed: Master seed.
+        workers: Most chunks running at once (None: as many as Ray schedules).
+        chunk_deals: Deal groups per chunk (fixes the agents' random streams; see the
+            module docstring).
+        progress: Progress bar over the games, advanced as chunks finish; None = only on a
+            terminal.
+        max_batch: Most games one task steps together.
+
+    Returns:
+        ``(records, names, elapsed_s)``: every game in deal order, the agents' display
+        names, and the wall time from the first task submitted to the last result.
+
+    Raises:
+        ValueError: Bad arguments. AgentActionError, AgentSpecError: as raised in a task.
+        DistributedRunError: Ray lost a task (a worker or node died).
+    """
+    players = rules.num_players
+    if len(specs) != players:
+        raise ValueError(f"{len(specs)} specs for {players} seats; give one spec per seat")
+    seed = check_seed(seed)
+    num_deals = -(-check_games(games, players) // players)
+    chunks = chunk_ranges(num_deals, check_chunk_deals(chunk_deals))
+    limit = check_workers(workers) or len(chunks)
+    ray = import_ray()
+    task = ray.remote(num_cpus=1)(_chunk_task)
+    rules_data = rules.to_dict()
+    parts: list[GameRecords | None] = [None] * len(chunks)
+    names: list[str] = []
+    pending: dict[Any, int] = {}  # task -> chunk index
+    submitted = 0
+    started = time.perf_counter()
+    try:
+        with progress_bar(num_deals * players, progress) as bar:
+            while submitted < len(chunks) or pending:
+                while submitted < len(chunks) and len(pending) < limit:
+                    ref = task.remote(
+                        list(specs), rules_data, seed, submitted, chunks[submitted], max_batch
+                    )
+                    pending[ref] = submitted
+                    submitted += 1
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    index = pending.pop(ref)
+                    parts[index], names = _result(ray, ref)
+                    bar.update(parts[index].num_games)
+    finally:
+        for ref in pending:  # after an error or Ctrl-C: stop what is still running
+            ray.cancel(ref)
+    return GameRecords.concatenate(parts), names, time.perf_counter() - started
+
+
+def evaluate_agents_distributed(
+    specs: Sequence[str],
+    rules: SkyjoRules,
+    games: int,
+    seed: int,
+    *,
+    workers: int | None = None,
+    address: str | None = None,
+    chunk_deals: int = DEFAULT_CHUNK_DEALS,
+    progress: bool | None = None,
+    ratings: bool = True,
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+) -> TournamentResult:
+    """`evaluate_agents` sharded over Ray: the same report for deterministic agents, and
+    the same report whatever ``workers`` for every agent (see the module docstring).
+
+    Args:
+        specs: One spec per seat position.
+        rules: The rules; ``num_players`` is set to ``len(specs)``.
+        games: Games wanted (>= 1).
+        seed: Master seed.
+        workers: Without ``address``, the CPUs of the local Ray started here (None: all);
+            in any case the most chunks running at once.
+        address: ``HOST:PORT`` of an existing Ray cluster (None: a local Ray). Unused when
+            Ray is already initialised in this process.
+        chunk_deals: Deal groups per task.
+        progress: Progress bar; None = only on a terminal.
+        ratings: Compute OpenSkill ratings.
+        connect_timeout_s: How long ``address`` may take to accept a connection.
+
+    Returns:
+        The `TournamentResult`; ``elapsed_s`` excludes starting or connecting to Ray.
+
+    Raises:
+        DistributedSetupError: Ray missing, cluster unreachable, bad ``workers`` or
+            ``chunk_deals``. ValueError: other bad arguments. AgentActionError,
+            AgentSpecError: an agent failed in a task. DistributedRunError: Ray lost a
+            task.
+    """
+    check_seed(seed)
+    check_workers(workers)
+    check_chunk_deals(chunk_deals)
+    rules = rules.replace(num_players=len(specs)) if rules.num_players != len(specs) else rules
+    check_games(games, rules.num_players)
+    with ray_session(workers, address, connect_timeout_s=connect_timeout_s):
+        records, names, elapsed = play_sharded(
+            specs,
+            rules,
+            games,
+            seed,
+            workers=workers,
+            chunk_deals=chunk_deals,
+            progress=progress,
+        )
+    return tournament_result(
+        records, rules, games, seed, names, list(specs), elapsed_s=elapsed, ratings=ratings
+    )

@@ -1,0 +1,485 @@
+"""Run a sweep: an Optuna study over `TrainConfig` fields, each trial a training run.
+
+Sweep directory layout::
+
+    SWEEP_DIR/space.yaml           the space file, as given
+    SWEEP_DIR/optuna.journal       the Optuna study (a JournalStorage file)
+    SWEEP_DIR/trial_NNNN/          one training run per trial (config.yaml, tb/, eval.jsonl,
+                                   checkpoints/, best.zip; see `agents.ppo.training`)
+    SWEEP_DIR/summary.json         every trial, the best params, score and full config
+                                   (rewritten after every trial)
+    SWEEP_DIR/best_config.yaml     the best trial's config, for ``train.py --config``
+
+How it runs. This process owns the study and its seeded sampler (``TPESampler(seed=...)``,
+with the constant liar so parallel trials spread out): it asks for each trial's params,
+hands the trial to a worker, and tells the study the outcome. With one worker the trial
+runs in this process and ray is never imported. With ``workers > 1`` (or a Ray address)
+each trial is a Ray task (one CPU) that trains in its own process and reaches the same
+study through the journal file, so it can report its evaluation scores and ask the
+pruner itself. This keeps sampling, counting, failures and Ctrl-C in one place, and a
+worker is a plain function of a job description (Ray Tune would add its own trial
+directories, result loggers and searcher wrappers around the same study). A cluster
+(``ray_address``) needs the same checkout, environment and sweep directory (a shared
+file system) on every node.
+
+Pruning: after each periodic evaluation the trainer calls `PruningHook`, which reports the
+score to the trial (``trial.report(score, timesteps)``) and asks ``trial.should_prune()``;
+when the pruner says so, the trainer stops politely (it finishes the rollout, checkpoints,
+stops) and the trial is recorded as pruned with its last score.
+
+A sweep is reproducible given the same trial results: the sampler is seeded from the sweep
+seed, and trial ``n`` trains with seed ``SeedSequence([sweep seed, n])`` (unless ``seed``
+is swept). With parallel workers, which results are known at each ask depends on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+
+from agents.atomic import atomic_path
+from agents.ppo.config import MAX_SEED, TrainConfig, TrainConfigError
+from agents.sweep.space import SweepSpace, dump_yaml
+
+JOURNAL = "optuna.journal"
+STUDY_NAME = "sweep"
+SUMMARY = "summary.json"
+BEST_CONFIG = "best_config.yaml"
+#: Trial states as recorded (Optuna's COMPLETE, PRUNED, FAIL; interrupted trials are FAIL).
+COMPLETE, PRUNED, FAILED, INTERRUPTED = "complete", "pruned", "failed", "interrupted"
+_ERROR_CHARS = 300
+
+
+class SweepError(ValueError):
+    """A sweep that cannot start (bad trial or worker count, a used sweep directory)."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
+@dataclass
+class TrialRecord:
+    """One trial as the summary lists it.
+
+    Attributes:
+        number: the Optuna trial number (its run dir is ``trial_{number:04d}``).
+        state: complete, pruned, failed or interrupted (running while it trains).
+        params: the sampled config values.
+        seed: the run's master seed.
+        run_dir: the run directory.
+        score: the objective (complete), the last evaluation score (pruned), else None.
+        timesteps: learner decisions trained (None when training did not finish).
+        seconds: wall time of the trial.
+        error: the one-line error of a failed or interrupted trial.
+        evaluations: ``[[timesteps, score], ...]`` as reported to the pruner.
+    """
+
+    number: int
+    state: str
+    params: dict[str, Any]
+    seed: int
+    run_dir: str
+    score: float | None = None
+    timesteps: int | None = None
+    seconds: float | None = None
+    error: str | None = None
+    evaluations: list[list[float]] = field(default_factory=list)
+
+
+@dataclass
+class SweepResult:
+    """What `run_sweep` returns (and writes to summary.json)."""
+
+    sweep_dir: Path
+    trials: list[TrialRecord]
+    best: TrialRecord | None
+    best_config: dict[str, Any] | None
+    interrupted: bool
+
+
+class PruningHook:
+    """`Trainer`'s ``on_evaluation`` for one Optuna trial.
+
+    Reports every evaluation score at its step; once the trial's pruner says so (never at
+    the last step, where there is nothing left to save), answers True, which asks the
+    trainer for a polite stop.
+
+    Args:
+        trial: anything with Optuna's ``report(value, step)`` and ``should_prune()``.
+        total_timesteps: the run's length.
+    """
+
+    def __init__(self, trial, total_timesteps: int):
+        self.trial = trial
+        self.total_timesteps = total_timesteps
+        self.pruned_at: int | None = None
+        self.last_score: float | None = None
+
+    def __call__(self, timesteps: int, score: float) -> bool:
+        self.trial.report(score, timesteps)
+        self.last_score = score
+        if (self.pruned_at is None and timesteps < self.total_timesteps
+                and self.trial.should_prune()):
+            self.pruned_at = timesteps
+        return self.pruned_at is not None
+
+
+def build_pruner(spec: dict[str, Any]) -> optuna.pruners.BasePruner:
+    """The Optuna pruner of a space's ``pruner`` mapping (see `agents.sweep.space`)."""
+    options = {key: value for key, value in spec.items() if key != "type"}
+    if spec["type"] == "median":
+        return optuna.pruners.MedianPruner(**options)
+    if spec["type"] == "threshold":
+        return optuna.pruners.ThresholdPruner(**options)
+    return optuna.pruners.NopPruner()
+
+
+def trial_seed(sweep_seed: int, number: int) -> int:
+    """Master seed of trial ``number``: independent of the others, fixed by the sweep seed."""
+    state = np.random.SeedSequence([sweep_seed, number]).generate_state(1, dtype=np.uint64)
+    return int(state[0]) % (MAX_SEED + 1)
+
+
+def one_line_error(error: BaseException) -> str:
+    """``Type: message`` on one line, cut to a readable length."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 3] + "..."
+
+
+def execute_trial(trial, config_data: dict[str, Any], run_dir: str, metric: str) -> dict:
+    """Train one trial's config in ``run_dir`` with pruning; never raises for a failed run.
+
+    Args:
+        trial: the Optuna trial (reported to, asked whether to prune).
+        config_data: the trial's `TrainConfig` data.
+        run_dir: its run directory.
+        metric: ``best_score`` or ``final_score``.
+
+    Returns:
+        ``{"state", "score", "timesteps", "seconds", "error"}``.
+    """
+    from agents.ppo.training import WarmStartInterrupted, train
+
+    started = time.perf_counter()
+    outcome: dict[str, Any] = {"state": FAILED, "score": None, "timesteps": None, "error": None}
+    try:
+        config = TrainConfig.from_dict(config_data)
+        hook = PruningHook(trial, config.total_timesteps)
+        summary = train(config, run_dir, on_evaluation=hook)
+    except (KeyboardInterrupt, WarmStartInterrupted):
+        outcome.update(state=INTERRUPTED, error="interrupted before training finished")
+    except Exception as error:  # a failed trial is recorded; the sweep goes on
+        outcome["error"] = one_line_error(error)
+    else:
+        outcome["timesteps"] = summary["timesteps"]
+        if hook.pruned_at is not None:
+            outcome.update(state=PRUNED, score=hook.last_score)
+        elif summary["interrupted"]:  # SIGTERM or Ctrl-C reached the trainer
+            outcome.update(state=INTERRUPTED, error="stopped by a signal")
+        else:
+            outcome.update(state=COMPLETE, score=_objective(summary, Path(run_dir), metric))
+    outcome["seconds"] = round(time.perf_counter() - started, 2)
+    return outcome
+
+
+def _objective(summary: dict[str, Any], run_dir: Path, metric: str) -> float:
+    if metric == "best_score":
+        return float(summary["best_score"])
+    lines = (run_dir / "eval.jsonl").read_text().splitlines()
+    return float(json.loads(lines[-1])["score"])
+
+
+# ---------------------------------------------------------------- where trials run
+
+
+@dataclass
+class _Job:
+    trial: Any
+    record: TrialRecord
+    config: dict[str, Any]
+
+
+class _InProcess:
+    """Runs each trial here, one at a time (ray is never imported)."""
+
+    def __init__(self, metric: str):
+        self.metric = metric
+        self.queue: list[_Job] = []
+
+    def has_room(self) -> bool:
+        return not self.queue
+
+    def running(self) -> int:
+        return len(self.queue)
+
+    def submit(self, job: _Job) -> None:
+        self.queue.append(job)
+
+    def wait_one(self) -> tuple[_Job, dict]:
+        job = self.queue[0]
+        outcome = execute_trial(job.trial, job.config, job.record.run_dir, self.metric)
+        self.queue.pop(0)
+        return job, outcome
+
+    def cancel_all(self) -> list[_Job]:
+        jobs, self.queue = self.queue, []
+        return jobs
+
+    def close(self) -> None:
+        pass
+
+
+def _trial_on_worker(job: dict[str, Any]) -> dict:
+    """A Ray task: reach the study through the journal file and run the trial."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.load_study(study_name=STUDY_NAME, storage=_storage(Path(job["journal"])),
+                              pruner=build_pruner(job["pruner"]))
+    # Optuna has no public way to hand a running trial to another process; this is how
+    # `Study.ask` itself builds the trial it returns
+    trial = optuna.trial.Trial(study, job["trial_id"])
+    return execute_trial(trial, job["config"], job["run_dir"], job["metric"])
+
+
+class _OnRay:
+    """Runs up to ``workers`` trials at a time as Ray tasks (one CPU each)."""
+
+    def __init__(self, workers: int, address: str | None, common: dict[str, Any]):
+        import ray
+
+        self.ray = ray
+        self.workers = workers
+        self.common = common
+        self.started = not ray.is_initialized()
+        if self.started:
+            if address is None:
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+        self.task = ray.remote(num_cpus=1, max_retries=0)(_trial_on_worker)
+        self.pending: dict[Any, _Job] = {}
+
+    def has_room(self) -> bool:
+        return len(self.pending) < self.workers
+
+    def running(self) -> int:
+        return len(self.pending)
+
+    def submit(self, job: _Job) -> None:
+        description = {**self.common, "trial_id": job.trial._trial_id, "config": job.config,
+                       "run_dir": job.record.run_dir}
+        self.pending[self.task.remote(description)] = job
+
+    def wait_one(self) -> tuple[_Job, dict]:
+        done, _ = self.ray.wait(list(self.pending), num_returns=1)
+        job = self.pending.pop(done[0])
+        try:
+            outcome = self.ray.get(done[0])
+        except self.ray.exceptions.RayError as error:  # the worker died (memory, a kill)
+            outcome = {"state": FAILED, "score": None, "timesteps": None, "seconds": None,
+                       "error": one_line_error(error)}
+        return job, outcome
+
+    def cancel_all(self) -> list[_Job]:
+        for reference in self.pending:
+            self.ray.cancel(reference, force=True)
+        jobs, self.pending = list(self.pending.values()), {}
+        return jobs
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
+
+
+# ---------------------------------------------------------------- the sweep
+
+
+def _storage(journal: Path):
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return JournalStorage(JournalFileBackend(str(journal)))
+
+
+def run_sweep(
+    space: SweepSpace,
+    sweep_dir: str | Path,
+    trials: int,
+    workers: int = 1,
+    seed: int = 0,
+    ray_address: str | None = None,
+    log: Callable[[str], None] = print,
+) -> SweepResult:
+    """Run ``trials`` trials of ``space``, ``workers`` at a time; write the summary.
+
+    A trial that raises is recorded as failed with its one-line error and the sweep goes
+    on. Ctrl-C (or a trial stopped by a signal) ends the sweep: running trials are
+    recorded as interrupted, the summary of the others is written, and the result says
+    ``interrupted``.
+
+    Args:
+        space: the checked space (`agents.sweep.space.load_sweep_space`).
+        sweep_dir: a new or empty directory.
+        trials: trials to run (>= 1).
+        workers: trials at a time; above 1 they run on Ray.
+        seed: the sampler's seed, and the root of the trials' seeds.
+        ray_address: an existing Ray cluster to run on (then Ray even with one worker).
+        log: where one line per finished trial goes.
+
+    Raises:
+        SweepError: bad ``trials``, ``workers`` or ``seed``, or ``sweep_dir`` holds a sweep.
+    """
+    for name, value, low in (("trials", trials, 1), ("workers", workers, 1), ("seed", seed, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise SweepError(f"{name}: got {value!r}, expected an integer >= {low}")
+    sweep_dir = Path(sweep_dir)
+    if (sweep_dir / JOURNAL).exists() or (sweep_dir / SUMMARY).exists():
+        raise SweepError(f"sweep directory {str(sweep_dir)!r} already holds a sweep; choose "
+                         "another --sweep-dir")
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(space.path, sweep_dir / "space.yaml")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        study_name=STUDY_NAME, storage=_storage(sweep_dir / JOURNAL),
+        direction=space.direction, pruner=build_pruner(space.pruner),
+        sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True),
+    )
+    distributions = {param.name: param.distribution() for param in space.params}
+    if workers == 1 and ray_address is None:
+        executor = _InProcess(space.metric)
+    else:
+        executor = _OnRay(workers, ray_address, {
+            "journal": str(sweep_dir / JOURNAL), "pruner": space.pruner, "metric": space.metric,
+        })
+    records: list[TrialRecord] = []
+    asked, stopping = 0, False
+    try:
+        while True:
+            while asked < trials and not stopping and executor.has_room():
+                asked += 1
+                job = _new_trial(study, distributions, space, sweep_dir, seed)
+                records.append(job.record)
+                if job.record.state == FAILED:  # its sampled config is invalid
+                    _tell(study, job, log)
+                    _write_summary(sweep_dir, space, records, seed, trials, workers, False)
+                else:
+                    executor.submit(job)
+            if not executor.running():
+                break
+            job, outcome = executor.wait_one()
+            job.record.state = outcome["state"]
+            job.record.score, job.record.error = outcome["score"], outcome["error"]
+            job.record.timesteps, job.record.seconds = outcome["timesteps"], outcome["seconds"]
+            _tell(study, job, log)
+            stopping = stopping or job.record.state == INTERRUPTED
+            _write_summary(sweep_dir, space, records, seed, trials, workers, stopping)
+    except KeyboardInterrupt:
+        stopping = True
+        for job in executor.cancel_all():
+            job.record.state, job.record.error = INTERRUPTED, "interrupted by Ctrl-C"
+            _tell(study, job, log)
+    finally:
+        executor.close()
+    return _write_summary(sweep_dir, space, records, seed, trials, workers, stopping)
+
+
+def _new_trial(study, distributions, space: SweepSpace, sweep_dir: Path, seed: int) -> _Job:
+    trial = study.ask(distributions)
+    values = {param.name: param.decode(trial.params[param.name]) for param in space.params}
+    record = TrialRecord(number=trial.number, state="running", params=values,
+                         seed=trial_seed(seed, trial.number),
+                         run_dir=str(sweep_dir / f"trial_{trial.number:04d}"))
+    try:
+        config = space.trial_config(values, record.seed).to_dict()
+    except TrainConfigError as error:
+        record.state, record.error = FAILED, one_line_error(error)
+        config = {}
+    record.seed = config.get("seed", record.seed)
+    return _Job(trial, record, config)
+
+
+def _tell(study, job: _Job, log: Callable[[str], None]) -> None:
+    record = job.record
+    record.evaluations = [
+        [step, value] for step, value in
+        sorted(study.get_trials(deepcopy=False)[record.number].intermediate_values.items())
+    ]
+    if record.state == COMPLETE:
+        study.tell(job.trial, record.score)
+    elif record.state == PRUNED:
+        study.tell(job.trial, state=optuna.trial.TrialState.PRUNED)
+    else:
+        study.tell(job.trial, state=optuna.trial.TrialState.FAIL)
+    score = "" if record.score is None else f" score {record.score:.3f}"
+    error = "" if record.error is None else f": {record.error}"
+    log(f"trial {record.number} {record.state}{score} ({record.run_dir}){error}")
+
+
+def best_trial(records: list[TrialRecord], direction: str) -> TrialRecord | None:
+    """The complete trial with the best score (the first one on ties), or None."""
+    complete = [r for r in records if r.state == COMPLETE and r.score is not None
+                and math.isfinite(r.score)]
+    if not complete:
+        return None
+    sign = 1 if direction == "maximize" else -1
+    return max(complete, key=lambda r: (sign * r.score, -r.number))
+
+
+def _write_summary(sweep_dir: Path, space: SweepSpace, records: list[TrialRecord], seed: int,
+                   trials: int, workers: int, interrupted: bool) -> SweepResult:
+    best = best_trial(records, space.direction)
+    best_config = None
+    if best is not None:
+        # the trial's own config, with the base's progress setting (trials run without a bar)
+        best_config = space.trial_config(best.params, best.seed).to_dict()
+        best_config["progress"] = space.base["progress"]
+        with atomic_path(sweep_dir / BEST_CONFIG) as temporary:
+            temporary.write_text(dump_yaml(best_config))
+    summary = {
+        "space": str(space.path), "seed": seed, "trials_requested": trials, "workers": workers,
+        "objective": {"metric": space.metric, "direction": space.direction},
+        "pruner": space.pruner, "interrupted": interrupted,
+        "trials": [asdict(record) for record in records],
+        "best_trial": None if best is None else best.number,
+        "best_score": None if best is None else best.score,
+        "best_params": None if best is None else best.params,
+        "best_config": best_config,
+    }
+    with atomic_path(sweep_dir / SUMMARY) as temporary:
+        temporary.write_text(json.dumps(summary, indent=2) + "\n")
+    return SweepResult(sweep_dir, records, best, best_config, interrupted)
+
+
+def format_summary(result: SweepResult) -> str:
+    """The summary table: trial, state, score, timesteps, params, run dir; then the best."""
+    header = ("trial", "state", "score", "steps", "params", "run dir")
+    rows = [header]
+    for r in result.trials:
+        params = ", ".join(f"{k}={_short(v)}" for k, v in r.params.items())
+        rows.append((str(r.number), r.state, "-" if r.score is None else f"{r.score:.3f}",
+                     "-" if r.timesteps is None else f"{r.timesteps:,}", params, r.run_dir))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True))
+             + "  " + row[-1]
+             for row in rows]
+    lines += [f"trial {r.number} {r.state}: {r.error}" for r in result.trials if r.error]
+    if result.best is None:
+        lines.append("no trial completed: no best config")
+    else:
+        lines.append(f"best: trial {result.best.number} (score {result.best.score:.3f}); "
+                     f"train it: python train.py --config {result.sweep_dir / BEST_CONFIG}")
+    return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)

@@ -1,0 +1,124 @@
+"""Distributed imitation data: the same arrays for the same seeds with 0, 1 or 2 Ray
+workers; Ray imported only when asked for; a one-line error when it is missing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs
+from agents.ppo.imitation import (
+    DataWorkersError,
+    chunk_sizes,
+    collect_chunked_demonstrations,
+    collect_demonstrations,
+    run_chunks,
+)
+from agents.registry import make_agent
+from skyjo_env.core.rules import SkyjoRules
+
+RULES = SkyjoRules()
+#: 5 games in chunks of 2: three chunks, the last one short
+TINY = {"rules": RULES, "teacher_spec": "ev", "games": 5, "seed": 11, "teacher_seed": 12,
+        "chunk_games": 2}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray for the whole file (about 4 s to start); the caller's SIGTERM kept."""
+    ray = pytest.importorskip("ray")
+    previous = signal.getsignal(signal.SIGTERM)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    signal.signal(signal.SIGTERM, previous)
+    yield ray
+    ray.shutdown()
+
+
+def test_chunk_sizes__fixed_chunks_then_the_remainder():
+    assert chunk_sizes(5, 2) == [2, 2, 1]
+    assert chunk_sizes(512, 256) == [256, 256]
+    with pytest.raises(ValueError, match="chunk_games=0"):
+        chunk_sizes(5, 0)
+
+
+def test_collect_chunked_demonstrations__same_arrays_with_0_1_and_2_workers(local_ray):
+    in_process = collect_chunked_demonstrations(**TINY, workers=0)
+    observations, masks, actions = in_process
+    assert observations.dtype == np.float32 and masks.dtype == bool and actions.dtype == np.int64
+    assert len(actions) > 100 and masks[np.arange(len(actions)), actions].all()
+    for workers in (1, 2):
+        distributed = collect_chunked_demonstrations(**TINY, workers=workers)
+        for expected, got in zip(in_process, distributed, strict=True):
+            np.testing.assert_array_equal(got, expected)
+    assert local_ray.is_initialized()  # a Ray it did not start is left running
+
+
+def test_collect_chunked_demonstrations__chunk_is_a_seeded_unit():
+    # the first chunk is exactly the plain collector on the chunk's own seeds, and another
+    # root seed gives other games
+    from agents.ppo.imitation import chunk_seed
+
+    teacher = make_agent("ev", RULES, seed=chunk_seed(12, 0))
+    first = collect_demonstrations(RULES, [teacher], 2, chunk_seed(11, 0))
+    whole = collect_chunked_demonstrations(**TINY)
+    np.testing.assert_array_equal(whole[2][: len(first[2])], first[2])
+    other = collect_chunked_demonstrations(**{**TINY, "seed": 13})
+    assert len(other[2]) != len(whole[2]) or not np.array_equal(other[0], whole[0])
+
+
+def test_run_chunks__results_come_back_in_chunk_order(local_ray):
+    def slow_first(chunk: int, size: int) -> tuple[int, int]:
+        # a local function: pickled by value, so Ray workers need not import this file
+        if chunk == 0:  # finishes last
+            import time
+
+            time.sleep(0.5)
+        return chunk, size
+
+    assert run_chunks(slow_first, [3, 1, 2], workers=2) == [(0, 3), (1, 1), (2, 2)]
+
+
+def test_run_chunks__without_ray_is_one_line_naming_data_workers(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails
+    with pytest.raises(DataWorkersError) as caught:
+        collect_chunked_demonstrations(**TINY, workers=2)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("data_workers=2 needs Ray")
+    # the in-process path never imports Ray
+    assert len(collect_chunked_demonstrations(**{**TINY, "games": 1}, workers=0)[2]) > 0
+
+
+def test_check_agent_specs__refuses_data_workers_without_ray(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    config = TrainConfig(data_workers=2, eval_opponents=["random"])
+    with pytest.raises(TrainConfigError, match=r"^config key 'data_workers': got 2, which needs Ray"):
+        check_agent_specs(config)
+    check_agent_specs(TrainConfig(data_workers=0, eval_opponents=["random"]))
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"data_workers": -1}, "config key 'data_workers': got -1 (int), expected an integer in"),
+        ({"data_workers": True}, "config key 'data_workers': got True (bool)"),
+        ({"ray_address": ""}, "config key 'ray_address': got '' (str), expected null"),
+        ({"ray_address": "auto"}, "config key 'ray_address': got 'auto' (str), but data_workers"),
+    ],
+)
+def test_train_config__bad_data_workers_or_ray_address_is_one_line(changes, message):
+    with pytest.raises(TrainConfigError) as caught:
+        TrainConfig(**changes)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+    assert TrainConfig(data_workers=2, ray_address="auto").ray_address == "auto"
+
+
+def test_imitation_and_config__import_no_ray():
+    probe = ("import sys, agents.ppo.config, agents.ppo.imitation, agents.ppo.training\n"
+             "print('ray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.split()[-1] == "False"
