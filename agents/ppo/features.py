@@ -76,84 +76,108 @@ def line_mates(rules: SkyjoRules) -> list[np.ndarray]:
 
 
 class GridFeatures(torch.nn.Module):
-    """Maps observations float32 (N, O) to the grid features float32 (N, 7·S + 1)."""
+    """Maps observations float32 (N, O) to the grid features float32 (N, 7·S + 1).
+
+    One fused pass, so that a batch of one costs a few dozen small torch ops rather than a
+    hundred, and a large batch a few passes over small tensors: two ``index_select`` calls
+    pull the own grid, the two placeable cards and the unseen counts out of the
+    observation; face-up values are kept with ``nan`` elsewhere, so one comparison against
+    a line's mates is false for face-down and cleared mates alike; the discard top and the
+    held card go through the line arithmetic side by side, as a card axis of size 2. Every
+    feature is computed with the same float32 operations, in the same order, as the plain
+    per-card, per-line formulation (masks applied with ``where`` rather than by
+    multiplying, which differs at most in the sign of a zero), so the outputs are equal.
+    """
 
     def __init__(self, rules: SkyjoRules):
         super().__init__()
         layout = ObservationLayout(rules)
         self.slices = layout.describe()
         self.scale = layout.value_scale
-        self.num_slots = rules.num_slots
+        self.num_slots = slots = rules.num_slots
         kinds = line_mates(rules)
         self.num_line_kinds = len(kinds)
+        self.mate_counts = [mates.shape[1] for mates in kinds]
         for index, mates in enumerate(kinds):
-            self.register_buffer(f"_mates{index}", torch.as_tensor(mates), persistent=False)
+            self._buffer(f"_mates{index}", mates.reshape(-1))  # (S·(L-1),) for index_select
+            self._buffer(f"_first_mate{index}", mates[:, 0].copy())
+        cut = self.slices
+        # numbers: own values, discard top, held card (all x value_scale), unseen counts
+        # (x copies in the deck); flags: own hidden, own cleared, has_held_card
+        numbers = [cut["own_values"], cut["discard_top"], cut["held_card"], cut["unseen_counts"]]
+        flags = [cut["own_hidden"], cut["own_cleared"], cut["has_held_card"]]
+        self._buffer("_number_index", _indices(numbers))
+        self._buffer("_flag_index", _indices(flags))
         values = rules.card_values.astype(np.int64)
-        self.register_buffer("_values", torch.as_tensor(values, dtype=torch.float32),
-                             persistent=False)
-        self.register_buffer("_counts", torch.as_tensor(rules.card_counts, dtype=torch.float32),
-                             persistent=False)
-        # value -> index into card_values (-1 for values not in the deck)
-        lookup = np.full(values.max() - values.min() + 1, -1, np.int64)
-        lookup[values - values.min()] = np.arange(values.size)
+        self._buffer("_number_scale", np.concatenate([
+            np.full(slots + 2, self.scale, np.float32), np.asarray(rules.card_counts, np.float32)]))
+        self._buffer("_values", values.astype(np.float32))
+        # card value - low -> index into card_values; values off the deck -> V, a zero column
         self.low = int(values.min())
-        self.register_buffer("_lookup", torch.as_tensor(lookup), persistent=False)
+        lookup = np.full(values.max() - self.low + 1, values.size, np.int64)
+        lookup[values - self.low] = np.arange(values.size)
+        self._buffer("_lookup", lookup)
+        self._buffer("_zero", np.zeros((), np.float32))
+        self._buffer("_nan", np.full((), np.nan, np.float32))
 
-    def _piece(self, obs: torch.Tensor, name: str) -> torch.Tensor:
-        return obs[:, self.slices[name]]
-
-    def _card(self, obs: torch.Tensor, name: str) -> torch.Tensor:
-        return torch.round(self._piece(obs, name) * self.scale)
-
-    def _chance_of(self, probs: torch.Tensor, card: torch.Tensor) -> torch.Tensor:
-        """probs (N, V) gathered at each card value of ``card`` (N, S); 0 off the deck."""
-        offset = (card.long() - self.low).clamp(0, self._lookup.numel() - 1)
-        index = self._lookup[offset]
-        picked = torch.gather(probs, 1, index.clamp(min=0))
-        return picked * (index >= 0)
+    def _buffer(self, name: str, array: np.ndarray) -> None:
+        self.register_buffer(name, torch.as_tensor(array), persistent=False)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Grid features of a batch of observations (see the module docstring)."""
-        values = self._card(obs, "own_values")
-        hidden = self._piece(obs, "own_hidden") > 0.5
-        cleared = self._piece(obs, "own_cleared") > 0.5
-        face_up = ~hidden & ~cleared
-        unseen = torch.round(self._piece(obs, "unseen_counts") * self._counts)
+        batch, slots, zero = obs.shape[0], self.num_slots, self._zero
+        numbers = torch.round(obs.index_select(1, self._number_index) * self._number_scale)
+        flags = obs.index_select(1, self._flag_index) > 0.5
+        values, cards, unseen = numbers[:, :slots], numbers[:, slots:slots + 2], numbers[:, slots + 2:]
+        hidden, cleared, has_held = flags[:, :slots], flags[:, slots:2 * slots], flags[:, 2 * slots:]
+        face_up = ~(hidden | cleared)
         probs = unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
         mean = (probs * self._values).sum(dim=1, keepdim=True)
-        expected = torch.where(face_up, values, torch.where(hidden, mean, torch.zeros_like(values)))
-        discard = self._card(obs, "discard_top")
-        held = self._card(obs, "held_card")
-        has_held = self._piece(obs, "has_held_card") > 0.5
+        expected = torch.where(face_up, values, torch.where(hidden, mean, zero))
+        up_values = torch.where(face_up, values, self._nan)  # nan equals nothing
+        card = cards[:, :, None]  # (N, 2, 1): discard top, held card
+        slot_prob = self._probability_of(probs, values)
 
-        lines = []
-        for index in range(self.num_line_kinds):
-            mates = getattr(self, f"_mates{index}")
-            lines.append((values[:, mates], face_up[:, mates]))  # (N, S, L-1) each
+        matches = clears = removed = chance = None
+        for index, count in enumerate(self.mate_counts):
+            mates = up_values.index_select(1, getattr(self, f"_mates{index}"))
+            mates = mates.view(batch, slots, count)  # (N, S, L-1)
+            equal = mates[:, None] == card[:, :, :, None]  # (N, 2, S, L-1)
+            line_clears = equal.all(dim=3)
+            # a line clears only when all its mates are face up, so their sum is finite
+            line_removed = torch.where(line_clears, mates.sum(dim=2)[:, None], zero)
+            same = (mates == mates[:, :, :1]).all(dim=2)
+            first_prob = slot_prob.index_select(1, getattr(self, f"_first_mate{index}"))
+            line_chance = torch.where(same, first_prob, zero)
+            if index == 0:
+                matches = equal.float().mean(dim=3)
+                clears, removed, chance = line_clears, line_removed, line_chance
+            else:
+                clears = clears | line_clears
+                removed = removed + line_removed
+                chance = torch.maximum(chance, line_chance)
+        if matches is None:  # no line clears under these rules
+            matches = removed = torch.zeros_like(values)[:, None].expand(-1, 2, -1)
+            clears = torch.zeros_like(face_up)[:, None].expand(-1, 2, -1)
+            chance = torch.zeros_like(values)
+        drop = expected[:, None] - card + torch.where(clears, card, zero) + removed
+        known = torch.cat([torch.ones_like(has_held), has_held], dim=1)
+        usable = ~cleared[:, None] & known[:, :, None]  # (N, 2, S)
+        per_card = torch.stack([torch.where(usable, matches, zero), (clears & usable).float(),
+                                torch.where(usable, drop, zero) / self.scale], dim=2)
+        return torch.cat([per_card.view(batch, 6 * slots), torch.where(hidden, chance, zero),
+                          mean / self.scale], dim=1)
 
-        features = []
-        for card, known in ((discard, torch.ones_like(has_held)), (held, has_held)):
-            matches = torch.zeros_like(values)
-            clears_any = torch.zeros_like(face_up)
-            removed = torch.zeros_like(values)
-            for kind, (mate_values, mate_up) in enumerate(lines):
-                equal = mate_up & (mate_values == card[:, :, None])
-                clears = equal.all(dim=2)
-                if kind == 0:
-                    matches = equal.float().mean(dim=2)
-                clears_any = clears_any | clears
-                removed = removed + clears * (mate_values * mate_up).sum(dim=2)
-            drop = expected - card + clears_any * card + removed
-            usable = ~cleared & known
-            features += [matches * usable, clears_any * usable, drop * usable / self.scale]
+    def _probability_of(self, probs: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """probs (N, V) at each card value of ``values`` (N, S); 0 for values off the deck."""
+        offset = (values - self.low).clamp(0, self._lookup.numel() - 1).long()
+        padded = torch.nn.functional.pad(probs, (0, 1))  # column V: values off the deck
+        return torch.gather(padded, 1, torch.take(self._lookup, offset))
 
-        chance = torch.zeros_like(values)
-        for mate_values, mate_up in lines:
-            same = mate_up.all(dim=2) & (mate_values == mate_values[:, :, :1]).all(dim=2)
-            chance = torch.maximum(chance, same * self._chance_of(probs, mate_values[:, :, 0]))
-        features.append(chance * hidden)
-        features.append(mean / self.scale)
-        return torch.cat([f.float() for f in features], dim=1)
+
+def _indices(pieces: list[slice]) -> np.ndarray:
+    """int64 indices of the observation covered by ``pieces``, in order."""
+    return np.concatenate([np.arange(p.start, p.stop) for p in pieces]).astype(np.int64)
 
 
 class GridFeaturesExtractor(BaseFeaturesExtractor):

@@ -29,6 +29,8 @@ class PPOAgent:
     ):
         import torch
 
+        from agents.ppo.inference import MaskedActor  # torch loads only with a policy
+
         self.model = policy_or_model
         self.policy = (
             policy_or_model
@@ -38,23 +40,19 @@ class PPOAgent:
         self.name = name
         self.deterministic = deterministic
         self.generator = torch.Generator().manual_seed(int(seed))
+        self.actor = MaskedActor(self.policy)
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,)."""
-        import torch
+        """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,).
 
-        obs = torch.as_tensor(np.asarray(observations, dtype=np.float32))
-        masks = np.asarray(action_masks, dtype=bool)
-        if obs.ndim == 1:
-            obs, masks = obs[None], masks.reshape(1, -1)
-        with torch.no_grad():
-            distribution = self.policy.get_distribution(obs, action_masks=masks)
-            logits = distribution.distribution.logits
-            if self.deterministic:
-                actions = logits.argmax(dim=1)
-            else:
-                actions = torch.multinomial(logits.softmax(dim=1), 1, generator=self.generator)[:, 0]
-        return actions.numpy().astype(np.int64)
+        Runs the policy's own modules through `MaskedActor` (no SB3 distribution objects):
+        the same actions as ``policy.get_distribution`` at a fraction of the cost.
+
+        Raises:
+            PolicyInputError: Shapes that do not fit the policy, or a row without a legal
+                action.
+        """
+        return self.actor.act(observations, action_masks, self.deterministic, self.generator)
 
 
 def load_ppo_agent(path: str | Path, rules: SkyjoRules, seed: int = 0) -> PPOAgent:
