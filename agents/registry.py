@@ -12,7 +12,19 @@ spec                            agent
                                 ``cls(rules=rules, seed=seed)`` when its signature takes
                                 those, else ``cls()``
 ``ppo:PATH``                    a trained PPO checkpoint, via ``agents.ppo.load_ppo_agent``
+``search:BASE``                 `agents.search.SearchAgent`: decision-time rollouts of the
+                                agent ``BASE`` (any spec, e.g. ``search:ev``,
+                                ``search:ppo:models/ppo_2p.zip``), default settings
+``search(OPTIONS):BASE``        the same with ``OPTIONS`` = comma-separated ``key=value``
+                                pairs, no spaces needed: ``samples`` (int, sampled games per
+                                decision), ``depth`` (int, most rollout decisions),
+                                ``budget_ms`` (number, time per decision),
+                                ``max_rollout_games`` (int), ``confidence_z`` (number);
+                                e.g.
+                                ``search(samples=16,depth=40):ev``
 ==============================  ===============================================================
+
+``search`` is reserved: ``search:NAME`` never imports a module called ``search``.
 
 Imports that may not exist yet (the heuristics, the PPO module) happen only when the spec
 asks for them, so a missing optional module never breaks the other specs.
@@ -23,6 +35,8 @@ from __future__ import annotations
 import importlib
 import inspect
 from pathlib import Path
+
+import numpy as np
 
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import Agent, RandomAgent
@@ -35,8 +49,18 @@ BUILTIN_AGENTS: dict[str, tuple[str, str] | None] = {
 }
 
 VALID_FORMS = (
-    "'random', 'greedy', 'ev', 'package.module:ClassName' or 'ppo:PATH' (a PPO checkpoint)"
+    "'random', 'greedy', 'ev', 'package.module:ClassName', 'ppo:PATH' (a PPO checkpoint) "
+    "or 'search:BASE' / 'search(samples=N,depth=N,budget_ms=X):BASE' (search over BASE)"
 )
+
+#: Options of ``search(OPTIONS):BASE`` -> the type their values are read as.
+SEARCH_OPTIONS: dict[str, type] = {
+    "samples": int,
+    "depth": int,
+    "budget_ms": float,
+    "max_rollout_games": int,
+    "confidence_z": float,
+}
 
 
 class AgentSpecError(ValueError):
@@ -149,11 +173,63 @@ def _load_ppo(path_text: str, rules: SkyjoRules, seed: int, spec: str) -> Agent:
     return _check_agent(agent, spec)
 
 
+def _parse_search_options(text: str, spec: str) -> dict[str, int | float]:
+    """``key=value,key=value`` (the inside of ``search(...)``) -> option values."""
+    options: dict[str, int | float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = (piece.strip() for piece in item.partition("="))
+        if not equals or not key or not value:
+            raise AgentSpecError(f"agent spec {spec!r}: search option {item!r} is not key=value")
+        if key not in SEARCH_OPTIONS:
+            raise AgentSpecError(
+                f"agent spec {spec!r}: unknown search option {key!r}; "
+                f"known: {', '.join(SEARCH_OPTIONS)}"
+            )
+        if key in options:
+            raise AgentSpecError(f"agent spec {spec!r}: search option {key!r} given twice")
+        kind = SEARCH_OPTIONS[key]
+        try:
+            options[key] = kind(value)
+        except ValueError:
+            raise AgentSpecError(
+                f"agent spec {spec!r}: search option {key}={value!r} is not "
+                f"{'an int' if kind is int else 'a number'}"
+            ) from None
+    return options
+
+
+def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
+    """``search:BASE`` or ``search(OPTIONS):BASE``."""
+    options_text = ""
+    rest = spec[len("search") :]
+    if rest.startswith("("):
+        close = rest.find(")")
+        if close < 0:
+            raise AgentSpecError(f"agent spec {spec!r}: 'search(' without a closing ')'")
+        options_text, rest = rest[1:close], rest[close + 1 :]
+    if not rest.startswith(":") or not rest[1:].strip():
+        raise AgentSpecError(
+            f"agent spec {spec!r}: give a base agent spec after 'search:' "
+            "(e.g. 'search:ev' or 'search(samples=16):ev')"
+        )
+    options = _parse_search_options(options_text, spec)
+    search = importlib.import_module("agents.search")
+    try:
+        settings = search.SearchOptions(**options)
+    except search.SearchOptionError as error:
+        raise AgentSpecError(f"agent spec {spec!r}: {error}") from None
+    # the base agent gets its own seed, spawned from the search agent's
+    base_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
+    base = make_agent(rest[1:].strip(), rules, base_seed)
+    return _check_agent(search.SearchAgent(base, rules, seed, settings), spec)
+
+
 def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     """Build the agent a spec names.
 
     Args:
-        spec: ``random``, ``greedy``, ``ev``, ``package.module:ClassName`` or ``ppo:PATH``.
+        spec: ``random``, ``greedy``, ``ev``, ``package.module:ClassName``, ``ppo:PATH``,
+            ``search:BASE`` or ``search(OPTIONS):BASE`` (see the module docstring).
         rules: The rules the agent will play (its observation and action sizes follow them).
         seed: Seed of the agent's own random generator.
 
@@ -164,7 +240,8 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     Raises:
         AgentSpecError: (a `ValueError`) unknown spec form, module or class not found, a
             class without ``act``/``name``, a missing or unloadable checkpoint, or
-            ``agents.ppo`` not available for a ``ppo:`` spec.
+            ``agents.ppo`` not available for a ``ppo:`` spec, a ``search`` spec without a
+            base, with an unknown option or a bad option value (or a bad base spec).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise AgentSpecError(f"empty agent spec {spec!r}; valid forms: {VALID_FORMS}")
@@ -176,6 +253,8 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
         return _construct(_import_class(*target, spec), rules, seed, spec)
     if spec.startswith("ppo:"):
         return _load_ppo(spec[len("ppo:") :], rules, seed, spec)
+    if spec.startswith(("search:", "search(")):
+        return _make_search(spec, rules, seed)
     module_name, colon, class_name = spec.partition(":")
     if colon and module_name and class_name and all(
         part.isidentifier() for part in module_name.split(".") + [class_name]

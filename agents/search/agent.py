@@ -1,0 +1,391 @@
+"""Decision-time search (``search:BASE``): determinized rollouts of a base agent.
+
+For every decision row with two or more legal actions, `SearchAgent`:
+
+1. rebuilds an engine game from the observation (`agents.search.observed`), the searching
+   seat in seat 0;
+2. samples ``K`` games of its information set (`skyjo_env.core.sample_information_set`:
+   hidden cards and the draw pile redealt from the unseen cards, fresh random streams);
+3. for every legal action and every sample, applies the action, then lets the base agent
+   play every seat to the end of the round or for ``depth`` further decisions (default
+   8: short rollouts, since a whole round's luck drowns the differences between
+   actions). Every action of a row is tried on the same ``K`` samples with the same
+   random streams (common random numbers), to compare actions on equal luck;
+4. values a rollout by the searching seat's round-score margin, the mean of the other
+   seats' round scores minus its own (finisher penalty included), and picks the action
+   with the best mean over the samples (ties go to the lower action id), but keeps the
+   base agent's own choice unless the best one beats it by ``confidence_z`` standard
+   errors of their paired difference (`choose`).
+
+A rollout cut by ``depth`` or by the turn cap is valued by the margin of expected grid
+scores (`expected_grid_scores`): face-up cards plus the mean unseen card per face-down
+card, no final-reveal eliminations, no finisher penalty (a known bias: a rollout that
+ends the round pays the real penalty risk, a cut one none, so going out is undervalued).
+A value head (game win probability from the totals) can replace the margin through
+``SearchAgent.value_fn`` (`RoundMarginValue` is the default): it gets the rollout games
+at their end and which of them reached the round's end.
+
+Not searched: rows with one legal action (that action), and initial reveals (the base
+agent decides them; the rebuilt setup phase is not played on, see `observed`).
+
+All rollouts of all rows of one ``act`` call run in one batch (split when it would exceed
+``max_rollout_games``), so a tournament's decisions are searched together. With a time
+budget, samples are added in passes until ``rows x budget_ms`` is spent (at least one
+pass); without one (the default), the agent is deterministic for a fixed seed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from agents.search.observed import state_from_observations
+from skyjo_env.core import legal_action_mask, sample_information_set, step, unseen_counts
+from skyjo_env.core.actions import Phase
+from skyjo_env.core.engine import BatchState
+from skyjo_env.core.layout import (
+    EVENT_ROUND_ENDED,
+    EVENT_TRUNCATED,
+    FACE_UP,
+    HIDDEN,
+    ROUND_SCORE,
+)
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import ObservationEncoder, ObservationLayout
+from skyjo_env.protocol import Agent
+
+#: Stop rollouts before compacting the batch once fewer than this share still run.
+_COMPACT_BELOW = 0.75
+
+
+class SearchOptionError(ValueError):
+    """A search option with a bad value."""
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Settings of the search.
+
+    Attributes:
+        samples: Sampled games per decision (``K`` >= 1), each tried with every legal action.
+        depth: Most decisions a rollout plays after the searched action (>= 1) before it
+            is valued by the estimate (8: about two turns of each of two players).
+        budget_ms: Time budget per searched decision in milliseconds, or None (no budget:
+            all ``samples``, deterministic). With a budget the samples come in passes of
+            ``max(1, samples // 4)`` and no pass starts once the budget is spent.
+        max_rollout_games: Most rollout games stepped together (bounds memory; rows are
+            searched in chunks below it).
+        confidence_z: The action with the best mean value replaces the base agent's own
+            choice only when its mean advantage on the same samples exceeds this many
+            standard errors (>= 0; 0 always takes the best mean). Rollout values are
+            noisy (a round's luck), and with few samples the plain best mean is mostly
+            noise: without this guard ``search:ev`` lost 95% of 20 games to ``ev``.
+
+    The defaults come from short runs against ``ev`` (2 players, seed 1, 8 samples):
+    rollouts to the round's end (depth 400) with z = 1 won 20% of 40 games (the
+    round's luck swamps the differences between actions: paired differences have a
+    standard deviation of about 16 points for true gaps of 1-5); depth 8 with the
+    expected-score cut estimate, z = 1: 38.5% of 100; depth 8, z = 2: 55.5% of 100;
+    with 32 samples 67.5% [62.0, 73.0] of 200 (8 samples: 57.0% [50.9, 63.1]), at about
+    18 ms per searched decision (``benchmarks/search_agent.py``).
+    """
+
+    samples: int = 32
+    depth: int = 8
+    budget_ms: float | None = None
+    max_rollout_games: int = 20000
+    confidence_z: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("samples", "depth", "max_rollout_games"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise SearchOptionError(f"search option {name} must be an int >= 1, got {value!r}")
+        z = self.confidence_z
+        if (
+            isinstance(z, bool)
+            or not isinstance(z, (int, float, np.integer, np.floating))
+            or not np.isfinite(z)
+            or z < 0
+        ):
+            raise SearchOptionError(
+                f"search option confidence_z must be a finite number >= 0, got {z!r}"
+            )
+        budget = self.budget_ms
+        if budget is not None and (
+            isinstance(budget, bool)
+            or not isinstance(budget, (int, float, np.integer, np.floating))
+            or not np.isfinite(budget)
+            or budget <= 0
+        ):
+            raise SearchOptionError(
+                f"search option budget_ms must be a finite number > 0 or None, got {budget!r}"
+            )
+
+
+class ValueFunction(Protocol):
+    """Values rollout games for seat 0 (higher is better for the searching seat)."""
+
+    def __call__(self, state: BatchState, round_ended: np.ndarray) -> np.ndarray:
+        """Value of each game: float64 (B,); ``round_ended`` bool (B,)."""
+
+
+def expected_grid_scores(state: BatchState) -> np.ndarray:
+    """Face-up sum plus, per face-down card, the mean of the cards seat 0 cannot locate.
+
+    Uses only what seat 0 sees in the (sampled) game, not the sampled face-down values:
+    a cut rollout's estimate then carries no luck of the redeal. float64 (B, P).
+    """
+    counts = unseen_counts(state, 0).astype(np.float64)
+    mean_unseen = counts @ state.rules.card_values / np.maximum(counts.sum(axis=1), 1.0)
+    face_up = np.where(state.slot_state == FACE_UP, state.grid, 0).sum(axis=2, dtype=np.int64)
+    hidden = (state.slot_state == HIDDEN).sum(axis=2)
+    return face_up + hidden * mean_unseen[:, None]
+
+
+def margins(scores: np.ndarray) -> np.ndarray:
+    """Seat 0's margin: mean of the other seats' scores minus its own. float64 (B,)."""
+    scores = scores.astype(np.float64)
+    own = scores[:, 0]
+    others = (scores.sum(axis=1) - own) / (scores.shape[1] - 1)
+    return others - own
+
+
+class RoundMarginValue:
+    """Round-score margin at the round's end; `expected_grid_scores` for a cut rollout."""
+
+    def __call__(self, state: BatchState, round_ended: np.ndarray) -> np.ndarray:
+        scores = np.where(
+            round_ended[:, None], state.seat[:, :, ROUND_SCORE], expected_grid_scores(state)
+        )
+        return margins(scores)
+
+
+def _take(state: BatchState, index: np.ndarray) -> BatchState:
+    """A new batch of the games ``index`` (int array, repeats allowed) of ``state``."""
+    return BatchState(
+        state.rules, state.params, state.deck, *(array[index] for array in state.arrays[:9])
+    )
+
+
+class SearchAgent:
+    """Decision-time search over a base agent (`agents.search` module docstring).
+
+    Args:
+        base: The agent that plays every seat in the rollouts (and the initial reveals).
+        rules: The rules of the games the agent plays.
+        seed: Seed of the agent's own generator (samples); the base agent has its own.
+        options: The search settings.
+        value_fn: Values finished rollouts for seat 0; `RoundMarginValue` when None.
+    """
+
+    def __init__(
+        self,
+        base: Agent,
+        rules: SkyjoRules,
+        seed: int,
+        options: SearchOptions | None = None,
+        value_fn: ValueFunction | None = None,
+    ):
+        self.base = base
+        self.rules = rules
+        self.options = options or SearchOptions()
+        self.value_fn = value_fn or RoundMarginValue()
+        self.name = f"search:{base.name}"
+        self.size = ObservationLayout(rules).size
+        self._encoder = ObservationEncoder(rules)
+        self._rng = np.random.default_rng(np.random.SeedSequence(seed))
+        self._base_reads = bool(getattr(base, "reads_observations", True))
+
+    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """Choose one action per row.
+
+        Args:
+            observations: float32 (N, O), each from the seat to act.
+            action_masks: bool (N, A).
+
+        Returns:
+            int64 (N,) legal actions.
+
+        Raises:
+            ValueError: Arrays of the wrong shape, a row without a legal action, or an
+                observation no game under these rules can show.
+        """
+        observations = np.asarray(observations)
+        masks = np.asarray(action_masks, dtype=bool)
+        n = observations.shape[0] if observations.ndim == 2 else -1
+        if observations.ndim != 2 or observations.shape[1] != self.size:
+            raise ValueError(
+                f"observations must have shape (N, {self.size}), got {observations.shape}"
+            )
+        if masks.shape != (n, 2 * self.rules.num_slots + 3):
+            raise ValueError(f"action_masks must have shape ({n}, "
+                             f"{2 * self.rules.num_slots + 3}), got {masks.shape}")
+        legal_counts = masks.sum(axis=1)
+        if n and legal_counts.min() == 0:
+            raise ValueError(f"row {int(np.argmin(legal_counts))} has no legal action")
+        actions = masks.argmax(axis=1).astype(np.int64)  # the only action where there is one
+        if n == 0:
+            return actions
+        decoded = self._encoder.decode(observations)
+        phases = decoded["phase"]
+        not_own = np.flatnonzero(decoded["current_seat"] != 0)
+        if not_own.size:
+            raise ValueError(
+                f"observation {int(not_own[0])} is not from the seat to act (its current "
+                "seat is not the observer), so its mask is not the observer's"
+            )
+        setup = np.flatnonzero((phases == Phase.INITIAL_REVEAL) & (legal_counts > 1))
+        if setup.size:
+            actions[setup] = self.base.act(observations[setup], masks[setup])
+        searched = np.flatnonzero((phases != Phase.INITIAL_REVEAL) & (legal_counts > 1))
+        if searched.size:
+            actions[searched] = self._search(observations[searched], masks[searched])
+        return actions
+
+    def _search(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The best action of every row by the mean rollout value (ties: lower id), kept
+        only where it beats the base agent's own choice by ``confidence_z`` standard
+        errors of the paired (same samples) difference; else the base agent's choice."""
+        options = self.options
+        rows = observations.shape[0]
+        legal = masks.sum(axis=1)
+        root = state_from_observations(self.rules, observations)
+        base_actions = np.asarray(self.base.act(observations, masks), np.int64)
+        pass_size = options.samples if options.budget_ms is None else max(1, options.samples // 4)
+        passes: list[np.ndarray] = []
+        done_samples = 0
+        started = time.perf_counter()
+        budget_s = None if options.budget_ms is None else rows * options.budget_ms / 1000.0
+        while done_samples < options.samples:
+            count = min(pass_size, options.samples - done_samples)
+            pass_started = time.perf_counter()
+            # rows per chunk so that chunk rollouts stay under max_rollout_games
+            chunk_rows = max(1, options.max_rollout_games // (count * int(legal.max())))
+            values = np.zeros((rows, masks.shape[1], count), np.float64)
+            for first in range(0, rows, chunk_rows):
+                part = np.arange(first, min(rows, first + chunk_rows))
+                values[part] = self._rollout_values(root, part, masks[part], count)
+            passes.append(values)
+            done_samples += count
+            if budget_s is not None:
+                now = time.perf_counter()
+                if now - started + (now - pass_started) > budget_s:
+                    break
+        return choose(np.concatenate(passes, axis=2), masks, base_actions, options.confidence_z)
+
+    def _rollout_values(
+        self, root: BatchState, part: np.ndarray, masks: np.ndarray, count: int
+    ) -> np.ndarray:
+        """Value of each (row, legal action, sample): float64 (R, A, count), 0 if illegal."""
+        row_of, action_of, sample_of, games = [], [], [], []
+        for i, b in enumerate(part):
+            samples = sample_information_set(root, int(b), 0, count, self._rng)
+            legal = np.flatnonzero(masks[i])
+            # action-major, sample-minor: every action sees the same samples and streams
+            games.append(_take(samples, np.tile(np.arange(count), legal.size)))
+            row_of.append(np.full(legal.size * count, i))
+            action_of.append(np.repeat(legal, count))
+            sample_of.append(np.tile(np.arange(count), legal.size))
+        first_actions = np.concatenate(action_of)
+        values = np.zeros((part.size, masks.shape[1], count), np.float64)
+        values[np.concatenate(row_of), first_actions, np.concatenate(sample_of)] = self._rollout(
+            _concatenate(games), first_actions
+        )
+        return values
+
+    def _rollout(self, state: BatchState, first_actions: np.ndarray) -> np.ndarray:
+        """Play ``first_actions`` then the base agent to the round's end; seat-0 values."""
+        values = np.zeros(state.batch_size, np.float64)
+        ids = np.arange(state.batch_size)  # original game of each row of ``state``
+        running = np.ones(state.batch_size, bool)
+        events = step(state, first_actions.astype(np.int64))
+        depth = 0
+        while True:
+            ended = running & ((events & (EVENT_ROUND_ENDED | EVENT_TRUNCATED)) != 0)
+            if ended.any():
+                rows = np.flatnonzero(ended)
+                values[ids[rows]] = self.value_fn(
+                    _take(state, rows), (events[rows] & EVENT_ROUND_ENDED) != 0
+                )
+                running &= ~ended
+            live = np.flatnonzero(running)
+            if live.size == 0:
+                return values
+            if depth >= self.options.depth:
+                values[ids[live]] = self.value_fn(_take(state, live), np.zeros(live.size, bool))
+                return values
+            if live.size < _COMPACT_BELOW * state.batch_size:
+                state, ids = _take(state, live), ids[live]
+                running = np.ones(live.size, bool)
+                live = np.arange(live.size)
+            masks = legal_action_mask(state)
+            actions = np.full(state.batch_size, -1, np.int64)
+            if live.size == state.batch_size:
+                observations = self._observe(state)
+                actions[:] = self.base.act(observations, masks)
+            else:
+                observations = self._observe(state)[live]
+                actions[live] = self.base.act(observations, masks[live])
+            events = step(state, actions)
+            depth += 1
+
+    def _observe(self, state: BatchState) -> np.ndarray:
+        if not self._base_reads:
+            return np.zeros((state.batch_size, self.size), np.float32)
+        return self._encoder.encode(state, state.current_player)
+
+
+def choose(
+    values: np.ndarray, masks: np.ndarray, base_actions: np.ndarray, confidence_z: float
+) -> np.ndarray:
+    """Pick an action per row from paired rollout values.
+
+    Args:
+        values: float64 (R, A, K), the value of each action on each of the K samples
+            (every action on the same samples).
+        masks: bool (R, A), the legal actions.
+        base_actions: int64 (R,), the base agent's choices (legal).
+        confidence_z: The best mean replaces the base choice only when its mean paired
+            advantage exceeds this many standard errors (0: always the best mean).
+
+    Returns:
+        int64 (R,): the best mean action (lowest id among ties) where it is significantly
+        better than the base choice, else the base choice.
+    """
+    rows = np.arange(values.shape[0])
+    mean = np.where(masks, values.mean(axis=2), -np.inf)
+    best = mean.argmax(axis=1).astype(np.int64)
+    samples = values.shape[2]
+    difference = values[rows, best] - values[rows, base_actions]  # (R, K)
+    advantage = difference.mean(axis=1)
+    if samples > 1:
+        error = difference.std(axis=1, ddof=1) / np.sqrt(samples)
+    else:
+        error = np.zeros(values.shape[0])
+    switch = advantage > confidence_z * error
+    return np.where(switch, best, base_actions)
+
+
+def _concatenate(batches: list[BatchState]) -> BatchState:
+    """One batch holding the games of ``batches`` (same rules) in order."""
+    if len(batches) == 1:
+        return batches[0]
+    first = batches[0]
+    arrays = [np.concatenate(parts) for parts in zip(*(b.arrays[:9] for b in batches), strict=True)]
+    return BatchState(first.rules, first.params, first.deck, *arrays)
+
+
+__all__ = [
+    "RoundMarginValue",
+    "SearchAgent",
+    "SearchOptionError",
+    "SearchOptions",
+    "ValueFunction",
+    "choose",
+    "expected_grid_scores",
+    "margins",
+]

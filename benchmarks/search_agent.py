@@ -1,0 +1,82 @@
+"""Milliseconds per decision of the search agent (`agents.search.SearchAgent`).
+
+Collects the decisions the seat to act faces in a few games played by ``ev`` (only those
+the agent actually searches: two or more legal actions, past the initial reveals), then
+times the agent on them two ways and prints medians over the repeats:
+
+- one decision per ``act`` call (latency of a lone game, e.g. ``skyjo-play``);
+- all of them in one ``act`` call (a tournament batch), reported per decision.
+
+Wall clock on whatever cores are free: on a shared machine, run it when they are quiet.
+
+Usage::
+
+    python benchmarks/search_agent.py [--spec search:ev] [--decisions 40] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from agents.registry import make_agent
+from skyjo_env.core import SkyjoRules, legal_action_mask, new_batch, reset, step
+from skyjo_env.core.actions import Phase
+from skyjo_env.encoding import ObservationEncoder
+
+
+def searched_decisions(rules: SkyjoRules, count: int, seed: int = 0):
+    """``count`` observations and masks of decisions the search agent searches."""
+    ev = make_agent("ev", rules, seed)
+    encoder = ObservationEncoder(rules)
+    state = new_batch(rules, 8)
+    reset(state, np.random.default_rng(seed))
+    kept_obs, kept_masks = [], []
+    rng = np.random.default_rng(seed)
+    while sum(len(o) for o in kept_obs) < count and not state.all_over:
+        running = ~state.game_over
+        masks = legal_action_mask(state)
+        observations = encoder.encode(state, state.current_player)
+        searched = running & (masks.sum(axis=1) > 1) & (state.phase != Phase.INITIAL_REVEAL)
+        # a random subset, so that early and late decisions of a round both appear
+        searched &= rng.random(state.batch_size) < 0.3
+        kept_obs.append(observations[searched])
+        kept_masks.append(masks[searched])
+        actions = np.full(state.batch_size, -1, np.int64)
+        actions[running] = ev.act(observations[running], masks[running])
+        step(state, actions)
+    return np.concatenate(kept_obs)[:count], np.concatenate(kept_masks)[:count]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Time the agent and print the medians."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spec", default="search:ev")
+    parser.add_argument("--players", type=int, default=2)
+    parser.add_argument("--decisions", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    rules = SkyjoRules(num_players=args.players)
+    observations, masks = searched_decisions(rules, args.decisions)
+    agent = make_agent(args.spec, rules, 0)
+    agent.act(observations[:2], masks[:2])  # compile / load caches
+    single, batched = [], []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        for i in range(len(observations)):
+            agent.act(observations[i : i + 1], masks[i : i + 1])
+        single.append((time.perf_counter() - start) * 1000 / len(observations))
+        start = time.perf_counter()
+        agent.act(observations, masks)
+        batched.append((time.perf_counter() - start) * 1000 / len(observations))
+    print(f"{args.spec}, {args.players} players, {len(observations)} searched decisions, "
+          f"median of {args.repeats}")
+    print(f"one decision per call: {statistics.median(single):8.1f} ms/decision")
+    print(f"all in one call:       {statistics.median(batched):8.1f} ms/decision")
+
+
+if __name__ == "__main__":
+    main()
