@@ -1,8 +1,9 @@
-"""Agents for skyjo-rl: baselines, PPO, the agent registry, evaluation and the command lines.
+"""Agents for skyjo-rl: baselines, PPO, search, the agent registry, evaluation, sweeps and
+the command lines.
 
 `make_agent` builds an agent from a spec (``random``, ``greedy``, ``ev``,
-``package.module:Class``, ``ppo:PATH``); `play_tournament` and `evaluate_agents` pit agents
-against each other over duplicated, seat-rotated deals.
+``package.module:Class``, ``ppo:PATH``, ``search:BASE``); `play_tournament` and
+`evaluate_agents` pit agents against each other over duplicated, seat-rotated deals.
 """
 
 from agents.evaluation.games import AgentActionError, TooManyGamesError, play_games

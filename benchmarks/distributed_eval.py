@@ -19,6 +19,7 @@ import statistics
 import time
 
 import numpy as np
+from machine_load import load_average  # the module beside this script
 
 from agents.evaluation.distributed import (
     DEFAULT_CHUNK_DEALS,
@@ -29,14 +30,6 @@ from agents.evaluation.tournament import evaluate_agents
 from skyjo_env.core.rules import SkyjoRules
 
 SPECS = ["ev", "greedy"]
-
-
-def _load() -> str:
-    try:
-        one, five, fifteen = os.getloadavg()
-    except OSError:
-        return "unavailable"
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"
 
 
 def _rate(play, games: int, seeds: list[int]) -> tuple[float, list[float]]:
@@ -63,7 +56,7 @@ def main(argv=None) -> int:
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(args.seed).spawn(
         args.repeats + 1)]
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs")
-    print(f"load before: {_load()}")
+    print(f"load before: {load_average()}")
     print(f"{' vs '.join(SPECS)}, 2 players, {args.games} games x {args.repeats} repeats, "
           f"chunks of {args.chunk_deals} deal groups")
 
@@ -102,7 +95,7 @@ def main(argv=None) -> int:
     for workers, rate in medians.items():
         against_one = f"{rate / reference:.2f}x 1 worker, " if reference else ""
         print(f"{workers} worker(s): {against_one}{rate / base:.2f}x in-process")
-    print(f"load after: {_load()}")
+    print(f"load after: {load_average()}")
     return 0
 
 

@@ -17,6 +17,7 @@ import statistics
 import time
 
 import numpy as np
+from machine_load import load_average  # the module beside this script
 
 from agents.evaluation.games import agent_seed
 from agents.evaluation.tournament import play_tournament
@@ -40,14 +41,6 @@ def _agents(rules: SkyjoRules, seed: int):
     return agents, "greedy vs ev", None
 
 
-def _load() -> str:
-    try:
-        one, five, fifteen = os.getloadavg()
-    except OSError:
-        return "unavailable"
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"
-
-
 def main(argv=None) -> int:
     """Run the benchmark and print its report; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -59,7 +52,7 @@ def main(argv=None) -> int:
     rules = SkyjoRules(num_players=2)
     agents, label, note = _agents(rules, args.seed)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs")
-    print(f"load before: {_load()}")
+    print(f"load before: {load_average()}")
     if note:
         print(f"NOTE: {note}")
 
@@ -94,7 +87,7 @@ def main(argv=None) -> int:
         f"projected {TARGET_GAMES} games: {projected:.1f} s -> {verdict} the target of "
         f"< {TARGET_SECONDS:.0f} s"
     )
-    print(f"load after: {_load()}")
+    print(f"load after: {load_average()}")
     return 0
 
 

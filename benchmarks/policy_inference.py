@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 import torch
+from machine_load import load_average  # the module beside this script
 
 from agents.baselines.heuristics import EVAgent
 from agents.evaluation.games import agent_seed
@@ -67,14 +68,6 @@ class SB3PathAgent(PPOAgent):
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         return sb3_act(self, observations, action_masks)
-
-
-def _load() -> str:
-    try:
-        one, five, fifteen = os.getloadavg()
-    except OSError:
-        return "unavailable"
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"
 
 
 def _seconds_per_call(act, observations, masks, batch: int, calls: int) -> float:
@@ -140,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         args.games, args.repeats = 200, 1
     rules = SkyjoRules(num_players=2)
     print(f"{os.cpu_count()} logical CPUs, torch {torch.__version__} with "
-          f"{torch.get_num_threads()} threads; load before: {_load()}")
+          f"{torch.get_num_threads()} threads; load before: {load_average()}")
     observations, masks, _ = collect_demonstrations(rules, [EVAgent(rules)], 60, args.seed)
     agent = load_ppo_agent(MODEL, rules)
     paths = {"SB3 distribution (old)": lambda o, m: sb3_act(agent, o, m), "MaskedActor (new)": agent.act}
@@ -162,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"end to end: ppo ({MODEL}) vs ev, {args.games} games, median of {args.repeats} runs")
     end_to_end(rules, args.games, args.seed, args.repeats)
-    print(f"load after: {_load()}")
+    print(f"load after: {load_average()}")
     return 0
 
 
