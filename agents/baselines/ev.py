@@ -18,6 +18,11 @@ lasted ``patience`` (20) turns per player, that charge fades to nothing over the
 = 0.4 and ``opponent_turn_gain`` = 9 were tuned in 2-player duels against earlier
 settings.
 
+Peeking (opt-in, for measuring how much luck caps a win rate): `EVAgent.act_with_peek`
+and `ev_actions_peek` take the true values of the player's own face-down cards and use
+them instead of ``mu`` (and drop them from the unseen counts); they stay face down for
+legality, which only the mask decides. ``act`` and `ev_actions` never peek.
+
 The decision picks only among the slots and sources the mask allows (a placement or a
 reveal that is not allowed is never scored as a candidate), so each decision is legal by
 construction (see `agents.baselines.common`).
@@ -36,6 +41,10 @@ from agents.baselines.common import (
     OPP_CLEARED,
     OPP_HIDDEN,
     OPP_VALUES,
+    OWN_CLEARED,
+    OWN_HIDDEN,
+    OWN_VALUES,
+    PHASE,
     PLACE_DISCARD,
     PLACE_DRAWN,
     REVEAL_AFTER_DISCARD,
@@ -43,6 +52,8 @@ from agents.baselines.common import (
     UNSEEN,
     CompiledHeuristic,
     card,
+    check_inputs,
+    choice_error,
     choose_source,
     first_illegal,
     own_grid,
@@ -128,12 +139,13 @@ def _going_out_cost(mine, opponent_best, geometry, fear):
 
 
 @jit
-def _column_terms(values, hidden, cleared, c, geometry, slot, card, mu, chance, low,
+def _column_terms(values, hidden, cleared, c, geometry, slot, card, down_value, chance, low,
                   pair_bonus):
     """One column's share of `_grid_value`, with ``slot`` (-1: none) holding ``card``
     face up and the column eliminated if that completes it.
 
     Valid without row elimination, where a column is either whole or fully cleared.
+    ``down_value`` (float64 (S,)) is what each face-down slot is counted as.
     Returns ``(value, face-down count, face-up sum)``.
     """
     rows = geometry[P_ROWS]
@@ -150,7 +162,7 @@ def _column_terms(values, hidden, cleared, c, geometry, slot, card, mu, chance, 
         if is_hidden or value != first:
             complete = False
         if is_hidden:
-            estimate += mu
+            estimate += down_value[s]
             face_down += 1
         else:
             estimate += value
@@ -177,14 +189,23 @@ def _column_terms(values, hidden, cleared, c, geometry, slot, card, mu, chance, 
 
 @jit
 def _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus):
+    """`_grid_value_of` with every face-down card counted as ``mu``."""
+    down_value = np.full(values.shape[0], mu)
+    return _grid_value_of(values, hidden, cleared, down_value, chance, low, geometry,
+                          pair_bonus)
+
+
+@jit
+def _grid_value_of(values, hidden, cleared, down_value, chance, low, geometry, pair_bonus):
     """Expected grid sum minus the bonus for columns one matching card short (generic
-    path, for grids where rows may also have been eliminated)."""
+    path, for grids where rows may also have been eliminated); face-down slot ``s``
+    counts as ``down_value[s]``."""
     rows = geometry[P_ROWS]
     cols = geometry[P_COLS]
     total = 0.0
     for s in range(values.shape[0]):
         if not cleared[s]:
-            total += mu if hidden[s] else values[s]
+            total += down_value[s] if hidden[s] else values[s]
     if geometry[P_COLUMN_ELIMINATION] == 0 or rows < 3:
         return total
     for c in range(cols):
@@ -211,8 +232,8 @@ def _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus):
 
 
 @jit
-def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, low, geometry,
-             pair_bonus, final_lap, opponent_best, fear, sv, sh, sc):
+def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, down_value, chance, low,
+             geometry, pair_bonus, final_lap, opponent_best, fear, sv, sh, sc):
     """Value (lower is better) of the grid after ``card`` goes face up into ``slot``.
 
     ``ctx`` holds (total value, face-down count, face-up sum) of the current grid and
@@ -222,7 +243,7 @@ def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, lo
     if geometry[P_ROW_ELIMINATION] == 0:
         c = slot % geometry[P_COLS]
         value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, slot,
-                                                  card, mu, chance, low, pair_bonus)
+                                                  card, down_value, chance, low, pair_bonus)
         total = ctx[0] - col_terms[c, 0] + value
         hidden_after = ctx[1] - col_terms[c, 1] + face_down
         mine = ctx[2] - col_terms[c, 2] + face_up
@@ -233,7 +254,7 @@ def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, lo
         sv[slot] = card
         sh[slot] = False
         _eliminate_at(sv, sh, sc, slot, geometry)
-        total = _grid_value(sv, sh, sc, mu, chance, low, geometry, pair_bonus)
+        total = _grid_value_of(sv, sh, sc, down_value, chance, low, geometry, pair_bonus)
         hidden_after = _count_hidden(sh, sc)
         mine = _known_sum(sv, sh, sc)
     if not final_lap and hidden_after == 0:
@@ -242,8 +263,8 @@ def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, mu, chance, lo
 
 
 @jit
-def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_values, chance,
-                   low, geometry, pair_bonus, final_lap, opponent_best, fear,
+def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, down_value, card_values,
+                   chance, low, geometry, pair_bonus, final_lap, opponent_best, fear,
                    row_out):
     """`_outcome` for every card value at one slot, without row elimination.
 
@@ -261,7 +282,7 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_value
         if s == slot:
             continue
         if hidden[s]:
-            others_estimate += mu
+            others_estimate += down_value[s]
             others_hidden += 1
         else:
             others_estimate += values[s]
@@ -304,19 +325,30 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, mu, card_value
 def _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
                    geometry, pair_bonus, final_lap, opponent_best, fear,
                    sv, sh, sc, table):
+    """`_outcome_table_of` with every face-down card counted as ``mu``."""
+    _outcome_table_of(values, hidden, cleared, ctx, col_terms, np.full(values.shape[0], mu),
+                      card_values, chance, low, geometry, pair_bonus, final_lap,
+                      opponent_best, fear, sv, sh, sc, table)
+
+
+@jit
+def _outcome_table_of(values, hidden, cleared, ctx, col_terms, down_value, card_values, chance,
+                      low, geometry, pair_bonus, final_lap, opponent_best, fear,
+                      sv, sh, sc, table):
     """``table[s, v]`` = `_outcome` of card value ``v`` going face up into slot ``s``
     (+inf for cleared slots): both a placement and a reveal that shows ``v``."""
     for s in range(values.shape[0]):
         if cleared[s]:
             table[s, :] = np.inf
         elif geometry[P_ROW_ELIMINATION] == 0:
-            _slot_outcomes(values, hidden, cleared, s, ctx, col_terms, mu, card_values, chance,
-                           low, geometry, pair_bonus, final_lap, opponent_best, fear, table[s])
+            _slot_outcomes(values, hidden, cleared, s, ctx, col_terms, down_value, card_values,
+                           chance, low, geometry, pair_bonus, final_lap, opponent_best, fear,
+                           table[s])
         else:
             for v in range(card_values.shape[0]):
                 table[s, v] = _outcome(values, hidden, cleared, s, card_values[v], ctx,
-                                       col_terms, mu, chance, low, geometry, pair_bonus,
-                                       final_lap, opponent_best, fear,
+                                       col_terms, down_value, chance, low, geometry,
+                                       pair_bonus, final_lap, opponent_best, fear,
                                        sv, sh, sc)
 
 
@@ -332,12 +364,17 @@ def _best_place(table, v, allowed):
 
 
 @jit
-def _best_reveal(table, allowed, probs):
+def _best_reveal(table, allowed, probs, known):
     """(lowest expected outcome value, slot) over the slots with ``allowed[s]`` (bool (S,),
-    face-down slots); (+inf, -1) if there is none."""
+    face-down slots); (+inf, -1) if there is none. A slot with ``known[s]`` >= 0 (int64
+    (S,), a value index; -1: unknown) reveals that value for sure."""
     best, best_slot = np.inf, -1
     for s in range(table.shape[0]):
         if not allowed[s]:
+            continue
+        if known[s] >= 0:
+            if table[s, known[s]] < best:
+                best, best_slot = table[s, known[s]], s
             continue
         expected = 0.0
         for v in range(probs.shape[0]):
@@ -369,14 +406,23 @@ def _opponent_best(obs, n, offsets, geometry, slots, scale, mu, turn_gain):
 @jit
 def _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus, ctx,
                   col_terms):
+    """`_grid_context_of` with every face-down card counted as ``mu``."""
+    _grid_context_of(values, hidden, cleared, np.full(values.shape[0], mu), chance, low,
+                     geometry, pair_bonus, ctx, col_terms)
+
+
+@jit
+def _grid_context_of(values, hidden, cleared, down_value, chance, low, geometry, pair_bonus,
+                     ctx, col_terms):
     """Fill ``ctx`` and ``col_terms`` (see `_outcome`) for the current grid."""
-    ctx[0] = _grid_value(values, hidden, cleared, mu, chance, low, geometry, pair_bonus)
+    ctx[0] = _grid_value_of(values, hidden, cleared, down_value, chance, low, geometry,
+                            pair_bonus)
     ctx[1] = _count_hidden(hidden, cleared)
     ctx[2] = _known_sum(values, hidden, cleared)
     if geometry[P_ROW_ELIMINATION] == 0:
         for c in range(geometry[P_COLS]):
             value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, -1,
-                                                      0.0, mu, chance, low, pair_bonus)
+                                                      0.0, down_value, chance, low, pair_bonus)
             col_terms[c, 0] = value
             col_terms[c, 1] = face_down
             col_terms[c, 2] = face_up
@@ -402,6 +448,37 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
     Returns:
         `first_illegal` of ``out``: -1 when every row got a legal action.
     """
+    return _ev_decisions(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
+                         pair_bonus, opponent_turn_gain, patience,
+                         np.empty((0, slots), np.float64), False, out)
+
+
+@jit
+def ev_actions_peek(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
+                    pair_bonus, opponent_turn_gain, patience, own_true_values, out):
+    """`ev_actions` by a player who knows the values of its own face-down cards.
+
+    Each own face-down slot ``s`` of row ``n`` counts as ``own_true_values[n, s]`` instead
+    of the mean unseen card, revealing it shows that value for sure, and those cards are
+    taken out of the unseen counts (so draws and opponents' cards are valued over the
+    cards the player really has not seen). Legality still comes from ``masks`` only.
+
+    Args:
+        own_true_values: float64 (N, S), the true value of every own slot (only the
+            face-down, not cleared ones are read); each must be one of ``card_values``.
+        (the others as in `ev_actions`)
+
+    Returns:
+        `first_illegal` of ``out``: -1 when every row got a legal action.
+    """
+    return _ev_decisions(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
+                         pair_bonus, opponent_turn_gain, patience, own_true_values, True, out)
+
+
+@jit
+def _ev_decisions(obs, masks, offsets, geometry, slots, scale, card_values, card_counts,
+                  pair_bonus, opponent_turn_gain, patience, own_true_values, peek, out):
+    """`ev_actions` (``peek`` False; ``own_true_values`` unread) or `ev_actions_peek`."""
     values = np.empty(slots, np.float64)
     hidden = np.empty(slots, np.bool_)
     cleared = np.empty(slots, np.bool_)
@@ -420,14 +497,25 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
     table = np.empty((slots, num_values), np.float64)
     standing = np.empty(slots, np.bool_)
     face_down = np.empty(slots, np.bool_)
+    # what each face-down slot counts as, and its known value index (-1: unknown)
+    down_value = np.empty(slots, np.float64)
+    known = np.full(slots, -1, np.int64)
     discard = 2 * slots + 2
     for n in range(obs.shape[0]):
         mask = masks[n]
         phase = phase_of(obs, n, offsets)
         own_grid(obs, n, offsets, slots, scale, values, hidden, cleared)
-        unseen_total = 0.0
         for v in range(num_values):
             probs[v] = np.floor(obs[n, offsets[UNSEEN] + v] * card_counts[v] + 0.5)
+        if peek:
+            # a card the player knows is no longer unseen to it
+            for s in range(slots):
+                known[s] = -1
+                if hidden[s] and not cleared[s]:
+                    known[s] = value_index[int(own_true_values[n, s]) - low]
+                    probs[known[s]] = max(0.0, probs[known[s]] - 1.0)
+        unseen_total = 0.0
+        for v in range(num_values):
             unseen_total += probs[v]
         mu = 0.0
         for v in range(num_values):
@@ -440,31 +528,33 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
         # fades over PATIENCE_FADE turns, so two cautious players cannot stall forever
         turns = obs[n, offsets[ROUND_TURNS]] * ROUND_TURNS_SCALE
         fear = min(1.0, max(0.0, (patience + PATIENCE_FADE - turns) / PATIENCE_FADE))
-        _grid_context(values, hidden, cleared, mu, chance, low, geometry, pair_bonus, ctx,
-                      col_terms)
-        _outcome_table(values, hidden, cleared, ctx, col_terms, mu, card_values, chance, low,
-                       geometry, pair_bonus, final_lap, opp, fear, sv, sh, sc,
-                       table)
+        for s in range(slots):
+            down_value[s] = card_values[known[s]] if known[s] >= 0 else mu
+        _grid_context_of(values, hidden, cleared, down_value, chance, low, geometry, pair_bonus,
+                         ctx, col_terms)
+        _outcome_table_of(values, hidden, cleared, ctx, col_terms, down_value, card_values,
+                          chance, low, geometry, pair_bonus, final_lap, opp, fear, sv, sh, sc,
+                          table)
         # what the next decision's mask will allow, for valuing a source or a discard
         for s in range(slots):
             standing[s] = not cleared[s]
             face_down[s] = hidden[s] and not cleared[s]
         action = -1
         if phase == INITIAL_REVEAL or phase == REVEAL_AFTER_DISCARD:
-            _, slot = _best_reveal(table, mask[:slots], probs)  # REVEAL id = slot
+            _, slot = _best_reveal(table, mask[:slots], probs, known)  # REVEAL id = slot
             action = slot
         elif phase == PLACE_DISCARD or phase == PLACE_DRAWN:
             held = value_index[int(card(obs, n, offsets[HELD_CARD], scale)) - low]
             place_value, slot = _best_place(table, held, mask[slots + 2:2 * slots + 2])
             action = place_action(slots, slot)
             if phase == PLACE_DRAWN and mask[discard]:
-                reveal_value, _ = _best_reveal(table, face_down, probs)
+                reveal_value, _ = _best_reveal(table, face_down, probs, known)
                 if reveal_value < place_value:
                     action = discard
         elif phase == CHOOSE_SOURCE:
             top = value_index[int(card(obs, n, offsets[DISCARD_TOP], scale)) - low]
             take_value, _ = _best_place(table, top, standing)
-            reveal_value, _ = _best_reveal(table, face_down, probs)
+            reveal_value, _ = _best_reveal(table, face_down, probs, known)
             draw_value = 0.0
             for v in range(num_values):
                 if probs[v] > 0.0:
@@ -473,6 +563,10 @@ def ev_actions(obs, masks, offsets, geometry, slots, scale, card_values, card_co
             action = choose_source(mask, slots, take_value <= draw_value)
         out[n] = action
     return first_illegal(masks, out)
+
+
+class PeekValuesError(ValueError):
+    """Own-grid values handed to `EVAgent.act_with_peek` that do not fit the observation."""
 
 
 class EVAgent(CompiledHeuristic):
@@ -499,3 +593,67 @@ class EVAgent(CompiledHeuristic):
                           self.rules.num_slots, self.scale, self.card_values,
                           self.card_counts, self.pair_bonus, self.opponent_turn_gain,
                           self.patience, out)
+
+    def act_with_peek(self, observations: np.ndarray, action_masks: np.ndarray,
+                      own_true_values: np.ndarray) -> np.ndarray:
+        """Actions of the same rule when it may see its own face-down cards (a ceiling, not
+        a fair player: see the module docstring).
+
+        Args:
+            observations: float32 (N, O), as for ``act``.
+            action_masks: bool (N, A), as for ``act``.
+            own_true_values: int or float (N, S), the acting seat's true grid values (e.g.
+                ``state.grid[b, seat]``); read at its face-down slots, checked against the
+                observation at its face-up ones.
+
+        Returns:
+            int64 (N,) legal actions.
+
+        Raises:
+            PeekValuesError: ``own_true_values`` of the wrong shape, with a value that is
+                not a card of the deck, or disagreeing with a face-up card of the
+                observation (the grid of another seat or state).
+            ValueError, HeuristicChoiceError: As for ``act``.
+        """
+        observations, action_masks = check_inputs(observations, action_masks, self.size)
+        own = self._check_own_values(observations, own_true_values)
+        out = np.empty(observations.shape[0], np.int64)
+        bad = ev_actions_peek(observations, action_masks, self.offsets, self.geometry,
+                              self.rules.num_slots, self.scale, self.card_values,
+                              self.card_counts, self.pair_bonus, self.opponent_turn_gain,
+                              self.patience, own, out)
+        if bad >= 0:
+            raise choice_error(self.name, self.rules, int(self.offsets[PHASE]), bad,
+                               observations[bad], action_masks[bad], int(out[bad]))
+        return out
+
+    def _check_own_values(self, observations: np.ndarray, own_true_values) -> np.ndarray:
+        """``own_true_values`` as contiguous float64 (N, S) after the checks of
+        `act_with_peek`."""
+        slots = self.rules.num_slots
+        own = np.asarray(own_true_values, dtype=np.float64)
+        if own.ndim == 1:
+            own = own.reshape(1, -1)
+        if own.shape != (observations.shape[0], slots):
+            raise PeekValuesError(
+                f"own_true_values has shape {np.shape(own_true_values)}; expected "
+                f"({observations.shape[0]}, {slots}), one grid per observation"
+            )
+        standing = observations[:, self.offsets[OWN_CLEARED]:][:, :slots] < 0.5
+        bad = standing & ~np.isin(own, self.card_values)
+        if bad.any():
+            n, s = np.argwhere(bad)[0]
+            raise PeekValuesError(
+                f"own_true_values[{n}, {s}] = {own[n, s]:g} is not a card of the deck "
+                f"(values {self.rules.card_values.tolist()})"
+            )
+        face_up = standing & (observations[:, self.offsets[OWN_HIDDEN]:][:, :slots] < 0.5)
+        seen = np.rint(observations[:, self.offsets[OWN_VALUES]:][:, :slots] * self.scale)
+        bad = face_up & (seen != own)
+        if bad.any():
+            n, s = np.argwhere(bad)[0]
+            raise PeekValuesError(
+                f"own_true_values[{n}, {s}] = {own[n, s]:g} but the observation shows "
+                f"{seen[n, s]:g} face up there: pass the acting seat's grid of the same state"
+            )
+        return np.ascontiguousarray(own)
