@@ -33,8 +33,10 @@ Design:
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -173,22 +175,30 @@ def ray_session(
         yield ray
         return
     quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
-    if address is not None:
-        try:
-            ray.init(address=address, **quiet)
-        except Exception as error:  # Ray's own errors vary by version and cause
-            raise DistributedSetupError(
-                f"cannot connect to the Ray cluster at {address!r}: "
-                f"{type(error).__name__}: {error}"
-            ) from error
-    else:
-        try:
-            ray.init(num_cpus=workers, include_dashboard=False, **quiet)
-        except Exception as error:  # e.g. no room for Ray's shared memory or sockets
-            raise DistributedSetupError(
-                f"cannot start a local Ray with {workers or 'all'} CPUs: "
-                f"{type(error).__name__}: {_first_line(error)}"
-            ) from error
+    # ray.init installs its own SIGTERM handler (sys.exit); keep the caller's (the trainer
+    # stops cleanly on SIGTERM)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
+    try:
+        if address is not None:
+            try:
+                ray.init(address=address, **quiet)
+            except Exception as error:  # Ray's own errors vary by version and cause
+                raise DistributedSetupError(
+                    f"cannot connect to the Ray cluster at {address!r}: "
+                    f"{type(error).__name__}: {error}"
+                ) from error
+        else:
+            try:
+                ray.init(num_cpus=workers, include_dashboard=False, **quiet)
+            except Exception as error:  # e.g. no room for Ray's shared memory or sockets
+                raise DistributedSetupError(
+                    f"cannot start a local Ray with {workers or 'all'} CPUs: "
+                    f"{type(error).__name__}: {_first_line(error)}"
+                ) from error
+    finally:
+        if previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, previous_sigterm)
     try:
         yield ray
     finally:

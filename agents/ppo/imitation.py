@@ -15,8 +15,6 @@ seeded per-chunk data generator can reuse). Ray is imported only when ``workers 
 from __future__ import annotations
 
 import importlib
-import signal
-import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -173,23 +171,31 @@ def run_chunks(
         raise ValueError(f"workers={workers!r} is invalid: allowed an int >= 0")
     if workers == 0:
         return [task(chunk, size) for chunk, size in enumerate(sizes)]
-    ray = _import_ray(workers)
-    started = _start_ray(ray, workers, ray_address)
+    _import_ray(workers)  # its own message names the config key
+    from agents.evaluation.distributed import DistributedSetupError, ray_session
+
     try:
-        remote = ray.remote(_call_task)  # ray.remote takes functions, not partials
-        shared_task = ray.put(task)  # sent to the object store once, not once per chunk
-        results: dict[int, Any] = {}
-        running: dict[Any, int] = {}
-        for chunk, size in enumerate(sizes):
-            if len(running) >= workers:  # at most `workers` at once, even on a big cluster
-                _collect_one(ray, running, results)
-            running[remote.remote(shared_task, chunk, size)] = chunk
-        while running:
+        with ray_session(workers, ray_address) as ray:
+            return _run_on_ray(ray, task, sizes, workers)
+    except DistributedSetupError as error:  # Ray could not start or connect
+        raise DataWorkersError(f"data_workers={workers}: {error}") from None
+
+
+def _run_on_ray(
+    ray: Any, task: Callable[[int, int], ChunkResult], sizes: Sequence[int], workers: int
+) -> list[ChunkResult]:
+    """`run_chunks` on a running Ray: at most ``workers`` tasks at once, results in order."""
+    remote = ray.remote(_call_task)  # ray.remote takes functions, not partials
+    shared_task = ray.put(task)  # sent to the object store once, not once per chunk
+    results: dict[int, Any] = {}
+    running: dict[Any, int] = {}
+    for chunk, size in enumerate(sizes):
+        if len(running) >= workers:  # at most `workers` at once, even on a big cluster
             _collect_one(ray, running, results)
-        return [results[chunk] for chunk in range(len(sizes))]
-    finally:
-        if started:
-            ray.shutdown()
+        running[remote.remote(shared_task, chunk, size)] = chunk
+    while running:
+        _collect_one(ray, running, results)
+    return [results[chunk] for chunk in range(len(sizes))]
 
 
 def _call_task(task: Callable[[int, int], ChunkResult], chunk: int, size: int) -> ChunkResult:
@@ -209,30 +215,6 @@ def _import_ray(workers: int) -> Any:
             f"data_workers={workers} needs Ray, which is not installed: "
             "pip install -e '.[distributed]', or set data_workers: 0 to generate in-process"
         ) from None
-
-
-def _start_ray(ray: Any, workers: int, address: str | None) -> bool:
-    """Start or join Ray unless it is running; whether this call started it."""
-    if ray.is_initialized():
-        return False
-    # ray.init installs its own SIGTERM handler (sys.exit); keep the caller's (the trainer
-    # stops cleanly on SIGTERM)
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGTERM) if main_thread else None
-    try:
-        if address is None:
-            ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING",
-                     log_to_driver=False)
-        else:
-            ray.init(address=address, logging_level="WARNING", log_to_driver=False)
-    except Exception as error:  # noqa: BLE001 - Ray's many start/connect failures
-        where = "start a local Ray" if address is None else f"connect to Ray at {address!r}"
-        message = " ".join(f"{type(error).__name__}: {error}".split())
-        raise DataWorkersError(f"data_workers={workers}: cannot {where}: {message}") from None
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    return True
 
 
 def actor_parameters(policy) -> list:

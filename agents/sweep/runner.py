@@ -39,6 +39,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,18 +254,18 @@ class _OnRay:
     """Runs up to ``workers`` trials at a time as Ray tasks (one CPU each)."""
 
     def __init__(self, workers: int, address: str | None, common: dict[str, Any]):
-        import ray
+        import ray  # noqa: F401 - a missing extra surfaces as ImportError, as the CLI expects
 
-        self.ray = ray
+        from agents.evaluation.distributed import DistributedSetupError, ray_session
+
         self.workers = workers
         self.common = common
-        self.started = not ray.is_initialized()
-        if self.started:
-            if address is None:
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, log_to_driver=False)
-        self.task = ray.remote(num_cpus=1, max_retries=0)(_trial_on_worker)
+        self._session = ExitStack()  # shuts Ray down in close() if it started it
+        try:
+            self.ray = self._session.enter_context(ray_session(workers, address))
+        except DistributedSetupError as error:
+            raise SweepError(str(error)) from None
+        self.task = self.ray.remote(num_cpus=1, max_retries=0)(_trial_on_worker)
         self.pending: dict[Any, _Job] = {}
 
     def has_room(self) -> bool:
@@ -295,8 +296,7 @@ class _OnRay:
         return jobs
 
     def close(self) -> None:
-        if self.started:
-            self.ray.shutdown()
+        self._session.close()
 
 
 # ---------------------------------------------------------------- the sweep
