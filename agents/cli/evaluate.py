@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-ratings", action="store_true", help="skip the OpenSkill ratings (faster)"
     )
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="torch intra-op threads for ppo agents (default 1: small networks gain nothing "
+        "from more, and two threads on two busy cores slow down manyfold)",
+    )
     distributed = parser.add_argument_group(
         "distributed (Ray; pip install -e \".[distributed]\")",
         "Shard the deal groups over Ray tasks, in chunks of a fixed number of deal groups. "
@@ -165,6 +173,8 @@ def _prepare(args: argparse.Namespace):
         )
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    if args.torch_threads < 1:
+        raise UsageError(f"--torch-threads must be >= 1, got {args.torch_threads}")
     _check_distributed(args)
     for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
         _check_output(option, path)
@@ -179,6 +189,8 @@ def _prepare(args: argparse.Namespace):
             agents.append(make_agent(spec, rules, agent_seed(args.seed, index)))
         except ValueError as error:
             raise UsageError(str(error)) from error
+    if "torch" in sys.modules:  # a ppo agent loaded it; nothing else needs it
+        sys.modules["torch"].set_num_threads(args.torch_threads)
     return rules, agents
 
 

@@ -133,7 +133,8 @@ class TrainConfig(BaseModel):
     imitation_epochs: int = Field(4, ge=1)
     """Passes over the recorded decisions."""
     data_workers: int = Field(0, ge=0, le=MAX_DATA_WORKERS)
-    """Workers generating the warm start's demonstrations: 0 plays them in this process;
+    """Workers generating the warm start's demonstrations and expert iteration's search
+    games: 0 plays them in this process;
     N >= 1 runs them as Ray tasks, at most N at once, on a local Ray started for them (and
     stopped after) or on ``ray_address``. The data is the same for any value: the games
     come in fixed-size chunks, each seeded from the seed and its index alone (see
@@ -144,6 +145,21 @@ class TrainConfig(BaseModel):
     value_warmup_rollouts: int = Field(3, ge=0)
     """After the warm start, rollouts during which only the value network learns, so the
     first policy updates use sensible advantages instead of a random critic's."""
+    expert_interval: int = Field(0, ge=0)
+    """Learner decisions between expert-iteration steps (0 = none). Each step, the search
+    ``expert_search`` over the current policy plays ``expert_games`` self-play games; the
+    actor is fitted to the searched moves and the critic to the games' outcomes, then PPO
+    continues (`agents.ppo.expert`). Searched games are slow (about a second each)."""
+    expert_search: str = Field("search(samples=8)", min_length=1)
+    """The search of expert iteration, without its base: ``search`` or
+    ``search(OPTIONS)`` (see `agents.registry`); the base is the current policy."""
+    expert_games: int = Field(64, ge=1)
+    """Self-play games of the search per expert-iteration step (played by ``data_workers``
+    like the warm start's)."""
+    expert_epochs: int = Field(2, ge=1)
+    """Passes over each expert-iteration step's decisions."""
+    expert_learning_rate: float = Field(3e-4, gt=0)
+    """Adam step size of the expert-iteration fit (its own optimizer; PPO's is untouched)."""
     eval_interval: int = Field(500_000, ge=0)
     """Learner decisions between evaluations (0 = only at the end)."""
     eval_games: int = Field(400, ge=1)
@@ -203,6 +219,12 @@ class TrainConfig(BaseModel):
                 f"config key 'batch_size': got {_show(self.batch_size)}, expected at most "
                 f"n_envs * n_steps = {self.n_envs} * {self.n_steps} = {rollout}"
             )
+        search = self.expert_search
+        if search != "search" and not (search.startswith("search(") and search.endswith(")")):
+            raise TrainConfigError(
+                f"config key 'expert_search': got {_show(search)}, expected "
+                f"{_ALLOWED['expert_search']}"
+            )
         if self.ray_address is not None and self.data_workers == 0:
             # a cluster address with in-process generation would be silently ignored
             raise TrainConfigError(
@@ -255,9 +277,10 @@ class TrainConfig(BaseModel):
 def check_agent_specs(config: TrainConfig) -> None:
     """Build every agent spec the config names once, so a bad one fails before training.
 
-    Checks each of ``eval_opponents`` and, when a warm start will run
-    (``imitation_games > 0``), ``imitation_teacher``, through `agents.registry.make_agent`,
-    and then that Ray is installed if that warm start has ``data_workers`` >= 1.
+    Checks each of ``eval_opponents``, when a warm start will run (``imitation_games >
+    0``) ``imitation_teacher``, and with expert iteration (``expert_interval > 0``) the
+    options of ``expert_search`` (over ``random``), through `agents.registry.make_agent`;
+    then that Ray is installed if that data has ``data_workers`` >= 1.
 
     Raises:
         TrainConfigError: a spec names no agent, or its agent cannot be built or loaded
@@ -268,12 +291,14 @@ def check_agent_specs(config: TrainConfig) -> None:
     keyed = [("eval_opponents", spec) for spec in config.eval_opponents]
     if config.imitation_games > 0:
         keyed.append(("imitation_teacher", config.imitation_teacher))
+    if config.expert_interval > 0:
+        keyed.append(("expert_search", f"{config.expert_search}:random"))
     for key, spec in keyed:
         try:
             make_agent(spec, rules, seed=config.seed)
         except AgentSpecError as error:  # the registry wraps checkpoint errors in it
             raise TrainConfigError(f"config key {key!r}: {error}") from error
-    if config.data_workers > 0 and config.imitation_games > 0:
+    if config.data_workers > 0 and (config.imitation_games > 0 or config.expert_interval > 0):
         check_ray_installed(config.data_workers)
 
 
@@ -338,6 +363,8 @@ _ALLOWED = {
     "weights >= 0 with a positive sum",
     "imitation_teacher": f"an agent spec ({_SPEC_FORMS})",
     "eval_opponents": f"a non-empty list of distinct agent specs ({_SPEC_FORMS})",
+    "expert_search": "'search' or 'search(OPTIONS)' without a base, e.g. "
+    "'search(samples=8,depth=8)' (the base is the current policy)",
     "ray_address": "null (start a local Ray) or a non-empty Ray address string ('auto', "
     "'ray://host:10001')",
 }

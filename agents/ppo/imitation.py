@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from skyjo_env.core import legal_action_mask, new_batch, reset, step
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.protocol import Agent
+from skyjo_env.rewards import seat_rewards_into
 
 
 def collect_demonstrations(
@@ -36,30 +37,131 @@ def collect_demonstrations(
     Returns:
         ``(observations float32 (N, O), masks bool (N, A), actions int64 (N,))``.
     """
+    played = record_games(rules, teachers, games, seed, batch)
+    return played.observations, played.masks, played.actions
+
+
+class RecordedGames(NamedTuple):
+    """Every decision of some full games, in play order (`record_games`).
+
+    Attributes:
+        observations: float32 (N, O), from the seat to act.
+        masks: bool (N, A), its legal actions.
+        actions: int64 (N,), the actions played.
+        returns: float64 (N,), the acting seat's reward (`skyjo_env.rewards`, game-end
+            placement included) from this decision to the game's end, discounted by
+            ``gamma`` per decision of that seat (the learner's clock in training).
+    """
+
+    observations: np.ndarray
+    masks: np.ndarray
+    actions: np.ndarray
+    returns: np.ndarray
+
+
+def record_games(
+    rules: SkyjoRules,
+    teachers: Sequence[Agent],
+    games: int,
+    seed: int,
+    batch: int = 1024,
+    gamma: float = 1.0,
+) -> RecordedGames:
+    """Play ``games`` full games (seat ``p`` by ``teachers[p % k]``) and record every decision.
+
+    Args:
+        rules: The rules to play.
+        teachers: The agents, by seat.
+        games: Games in all.
+        seed: Seeds the deals.
+        batch: Most games stepped together.
+        gamma: Discount per decision of the acting seat, for ``returns``.
+
+    Returns:
+        `RecordedGames`, batch after batch.
+    """
     encoder = ObservationEncoder(rules)
-    observations, masks, actions = [], [], []
+    parts: list[RecordedGames] = []
     rng = np.random.default_rng(seed)
     remaining = games
     while remaining > 0:
         size = min(batch, remaining)
         remaining -= size
-        state = new_batch(rules, size)
-        reset(state, rng)
-        chosen = np.empty(size, np.int64)
-        while not state.all_over:
-            running = ~state.game_over
-            mask = legal_action_mask(state)
-            seen = encoder.encode(state, state.current_player)
-            chosen[:] = -1
-            for index, teacher in enumerate(teachers):
-                rows = np.flatnonzero(running & (state.current_player % len(teachers) == index))
-                if rows.size:
-                    chosen[rows] = teacher.act(seen[rows], mask[rows])
-            observations.append(seen[running])
-            masks.append(mask[running])
-            actions.append(chosen[running].copy())
-            step(state, chosen)
-    return np.concatenate(observations), np.concatenate(masks), np.concatenate(actions)
+        parts.append(_record_batch(rules, encoder, teachers, size, rng, gamma))
+    return RecordedGames(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+
+
+def _record_batch(
+    rules: SkyjoRules,
+    encoder: ObservationEncoder,
+    teachers: Sequence[Agent],
+    size: int,
+    rng: np.random.Generator,
+    gamma: float,
+) -> RecordedGames:
+    """`record_games` for one batch of ``size`` games dealt from ``rng``."""
+    state = new_batch(rules, size)
+    reset(state, rng)
+    chosen = np.empty(size, np.int64)
+    earned = np.zeros((size, rules.num_players))  # each seat's reward so far
+    scratch = np.zeros(rules.num_players)
+    observations, masks, actions, games, seats, earned_before = [], [], [], [], [], []
+    while not state.all_over:
+        running = ~state.game_over
+        rows = np.flatnonzero(running)
+        mask = legal_action_mask(state)
+        seen = encoder.encode(state, state.current_player)
+        chosen[:] = -1
+        for index, teacher in enumerate(teachers):
+            mine = np.flatnonzero(running & (state.current_player % len(teachers) == index))
+            if mine.size:
+                chosen[mine] = teacher.act(seen[mine], mask[mine])
+        observations.append(seen[rows])
+        masks.append(mask[rows])
+        actions.append(chosen[rows].copy())
+        games.append(rows)
+        seats.append(state.current_player[rows].astype(np.int64))
+        earned_before.append(earned[rows, state.current_player[rows]])
+        events = step(state, chosen)
+        for b in np.flatnonzero(events):
+            if seat_rewards_into(int(events[b]), state.seat, int(b), True, scratch):
+                earned[b] += scratch
+    game_of, seat_of = np.concatenate(games), np.concatenate(seats)
+    returns = _discounted_returns(
+        game_of, seat_of, np.concatenate(earned_before), earned[game_of, seat_of], gamma
+    )
+    return RecordedGames(
+        np.concatenate(observations), np.concatenate(masks), np.concatenate(actions), returns
+    )
+
+
+def _discounted_returns(
+    game_of: np.ndarray,
+    seat_of: np.ndarray,
+    earned_before: np.ndarray,
+    earned_at_end: np.ndarray,
+    gamma: float,
+) -> np.ndarray:
+    """Each decision's discounted return for its seat, from the seat's reward so far.
+
+    Args:
+        game_of, seat_of: int64 (N,), the game and seat of each decision, in play order.
+        earned_before: float64 (N,), the seat's reward before the decision.
+        earned_at_end: float64 (N,), the seat's reward when its game ended.
+        gamma: Discount per decision of the seat.
+
+    Returns:
+        float64 (N,): ``sum_k gamma**k * R_k``, with ``R_k`` the reward the seat earned
+        between its ``k``-th decision from this one and its next.
+    """
+    returns = np.empty(len(game_of))
+    following: dict[tuple[int, int], tuple[float, float]] = {}  # (return, earned_before)
+    for i in range(len(game_of) - 1, -1, -1):
+        key = (int(game_of[i]), int(seat_of[i]))
+        later_return, later_before = following.get(key, (0.0, float(earned_at_end[i])))
+        returns[i] = (later_before - earned_before[i]) + gamma * later_return
+        following[key] = (returns[i], float(earned_before[i]))
+    return returns
 
 
 #: Games per chunk: the unit of seeding and of work, fixed so that the data never depends
@@ -146,11 +248,16 @@ def collect_chunked_demonstrations(
     return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
+class ChunksStopped(Exception):
+    """`run_chunks` stopped early because its ``should_stop`` answered True."""
+
+
 def run_chunks(
     task: Callable[[int, int], ChunkResult],
     sizes: Sequence[int],
     workers: int = 0,
     ray_address: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[ChunkResult]:
     """``[task(chunk, sizes[chunk]) for every chunk]``, here or as Ray tasks, in chunk order.
 
@@ -162,27 +269,40 @@ def run_chunks(
         sizes: The size of each chunk.
         workers: 0 runs the chunks in this process; N >= 1 keeps at most N Ray tasks running.
         ray_address: See `collect_chunked_demonstrations`.
+        should_stop: Asked before each chunk starts (and, on Ray, after each one ends);
+            True abandons the work (e.g. a polite stop of a training run).
 
     Raises:
+        ChunksStopped: ``should_stop`` answered True.
         DataWorkersError: ``workers > 0`` and Ray is not installed or cannot start/connect.
         ValueError: ``workers`` is not an int >= 0.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise ValueError(f"workers={workers!r} is invalid: allowed an int >= 0")
+    stop = should_stop or (lambda: False)
     if workers == 0:
-        return [task(chunk, size) for chunk, size in enumerate(sizes)]
+        results = []
+        for chunk, size in enumerate(sizes):
+            if stop():
+                raise ChunksStopped
+            results.append(task(chunk, size))
+        return results
     _import_ray(workers)  # its own message names the config key
     from agents.evaluation.distributed import DistributedSetupError, ray_session
 
     try:
         with ray_session(workers, ray_address) as ray:
-            return _run_on_ray(ray, task, sizes, workers)
+            return _run_on_ray(ray, task, sizes, workers, stop)
     except DistributedSetupError as error:  # Ray could not start or connect
         raise DataWorkersError(f"data_workers={workers}: {error}") from None
 
 
 def _run_on_ray(
-    ray: Any, task: Callable[[int, int], ChunkResult], sizes: Sequence[int], workers: int
+    ray: Any,
+    task: Callable[[int, int], ChunkResult],
+    sizes: Sequence[int],
+    workers: int,
+    stop: Callable[[], bool],
 ) -> list[ChunkResult]:
     """`run_chunks` on a running Ray: at most ``workers`` tasks at once, results in order."""
     remote = ray.remote(_call_task)  # ray.remote takes functions, not partials
@@ -192,14 +312,25 @@ def _run_on_ray(
     for chunk, size in enumerate(sizes):
         if len(running) >= workers:  # at most `workers` at once, even on a big cluster
             _collect_one(ray, running, results)
+        if stop():
+            _cancel(ray, running)
         running[remote.remote(shared_task, chunk, size)] = chunk
     while running:
         _collect_one(ray, running, results)
+        if stop():
+            _cancel(ray, running)
     return [results[chunk] for chunk in range(len(sizes))]
 
 
 def _call_task(task: Callable[[int, int], ChunkResult], chunk: int, size: int) -> ChunkResult:
     return task(chunk, size)
+
+
+def _cancel(ray: Any, running: dict[Any, int]) -> None:
+    """Cancel the running tasks and raise `ChunksStopped`."""
+    for reference in running:
+        ray.cancel(reference, force=True)
+    raise ChunksStopped
 
 
 def _collect_one(ray: Any, running: dict[Any, int], results: dict[int, Any]) -> None:
@@ -222,6 +353,11 @@ def actor_parameters(policy) -> list:
     return [*policy.mlp_extractor.policy_net.parameters(), *policy.action_net.parameters()]
 
 
+def critic_parameters(policy) -> list:
+    """The parameters of the value estimate (not the action distribution)."""
+    return [*policy.mlp_extractor.value_net.parameters(), *policy.value_net.parameters()]
+
+
 def clone_policy(
     policy,
     observations: np.ndarray,
@@ -231,8 +367,13 @@ def clone_policy(
     batch_size: int = 4096,
     learning_rate: float = 1e-3,
     seed: int = 0,
+    value_targets: np.ndarray | None = None,
 ) -> dict[str, float]:
-    """Fit the actor of a MaskablePPO policy to the demonstrations (masked cross-entropy).
+    """Fit the actor of a MaskablePPO policy to the demonstrations (masked cross-entropy),
+    and its critic to ``value_targets`` when given (mean squared error).
+
+    The actor and the critic are separate networks over a features extractor without
+    parameters, so the summed loss trains each on its own target.
 
     Args:
         policy: ``model.policy`` of a MaskablePPO (changed in place).
@@ -241,33 +382,49 @@ def clone_policy(
         batch_size: Minibatch size.
         learning_rate: Adam step size (a separate optimizer; PPO's is untouched).
         seed: Shuffling seed.
+        value_targets: float (N,), what the critic should predict for each observation
+            (e.g. the return from there on); None leaves the critic alone.
 
     Returns:
-        ``{"loss", "accuracy"}`` on the last epoch (accuracy of the greedy action).
+        ``{"loss", "accuracy"}`` on the last epoch (accuracy of the greedy action), plus
+        ``"value_loss"`` (mean squared error) with ``value_targets``.
     """
     import torch
 
     generator = np.random.default_rng(seed)
-    optimizer = torch.optim.Adam(actor_parameters(policy), lr=learning_rate)
+    parameters = actor_parameters(policy)
+    if value_targets is not None:
+        parameters += critic_parameters(policy)
+        value_t = torch.as_tensor(np.asarray(value_targets, np.float32))
+    optimizer = torch.optim.Adam(parameters, lr=learning_rate)
     obs_t = torch.as_tensor(observations)
     mask_t = torch.as_tensor(masks)
     act_t = torch.as_tensor(actions)
     policy.set_training_mode(True)
-    loss_sum = correct = seen = 0.0
+    loss_sum = correct = seen = value_sum = 0.0
     for _ in range(epochs):
         order = torch.as_tensor(generator.permutation(len(actions)))
-        loss_sum = correct = seen = 0.0
+        loss_sum = correct = seen = value_sum = 0.0
         for start in range(0, len(actions), batch_size):
             rows = order[start : start + batch_size]
             features = policy.extract_features(obs_t[rows], policy.pi_features_extractor)
             logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
             logits = logits.masked_fill(~mask_t[rows], -1e8)
             loss = torch.nn.functional.cross_entropy(logits, act_t[rows])
+            total = loss
+            if value_targets is not None:
+                values = policy.value_net(policy.mlp_extractor.forward_critic(features))
+                value_loss = torch.nn.functional.mse_loss(values.squeeze(1), value_t[rows])
+                total = loss + value_loss
+                value_sum += float(value_loss.detach()) * len(rows)
             optimizer.zero_grad()
-            loss.backward()
+            total.backward()
             optimizer.step()
             loss_sum += float(loss.detach()) * len(rows)
             correct += float((logits.argmax(dim=1) == act_t[rows]).sum())
             seen += len(rows)
     policy.set_training_mode(False)
-    return {"loss": loss_sum / seen, "accuracy": correct / seen}
+    stats = {"loss": loss_sum / seen, "accuracy": correct / seen}
+    if value_targets is not None:
+        stats["value_loss"] = value_sum / seen
+    return stats

@@ -10,6 +10,7 @@ Run directory layout::
     RUN_DIR/best.zip               best checkpoint by evaluation score
     RUN_DIR/snapshots/*.zip        frozen learner snapshots in the opponent pool
     RUN_DIR/eval.jsonl             one line per evaluation
+    RUN_DIR/expert/policy.zip      the policy the last expert-iteration search ran over
 
 Reward (the env's, see `skyjo_env.vec_env.SkyjoVecEnv`): at each round end
 ``-(own round score - mean of the others') / 100``; at the game end ``+1/k`` to each of the
@@ -25,6 +26,15 @@ Opponents: for each game and each opponent seat, one draw from ``opponent_mix``
 (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly random frozen
 snapshot of the learner, taken every time the evaluation score reaches a new best of at
 least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the heuristics).
+
+Expert iteration (``expert_interval`` > 0, `agents.ppo.expert`): at the start of a
+rollout every ``expert_interval`` learner decisions, the search over the current policy
+plays self-play games, and the actor is fitted to its moves and the critic to the games'
+outcomes before PPO goes on. TensorBoard gets ``expert/agreement_before`` (how often the
+policy already chose the searched move), ``expert/agreement_after`` (after the fit),
+``expert/loss``, ``expert/value_loss``,
+``expert/decisions`` and ``expert/seconds``; the evaluations' win rates show whether it
+helps.
 
 Resume (``train.py --resume``) continues the very same run: checkpoints are taken at the
 start of a rollout (after the previous rollout's update, see `Trainer.checkpoint`), and
@@ -69,6 +79,9 @@ from agents.ppo.config import TrainConfig, check_agent_specs
 from agents.ppo.policy import PPOAgent
 from agents.ppo.pool import (
     SEED_EVALUATION,
+    SEED_EXPERT_DATA,
+    SEED_EXPERT_SHUFFLE,
+    SEED_EXPERT_TEACHER,
     SEED_IMITATION_DATA,
     SEED_IMITATION_SHUFFLE,
     SEED_IMITATION_TEACHER,
@@ -212,6 +225,8 @@ def _make_callback(trainer: Trainer):
         def _on_rollout_start(self) -> None:
             # SB3 calls this after the previous rollout's update: the one moment where the
             # whole run is in the model, the env and the trainer (no half-filled buffer)
+            if trainer.due_for_expert(self.num_timesteps) and not trainer.stop_requested:
+                trainer.expert_iteration(self.num_timesteps, self.logger)
             if trainer.stop_requested or trainer.due_for_checkpoint(self.num_timesteps):
                 trainer.checkpoint(self.num_timesteps)
                 if trainer.stop_requested:
@@ -301,6 +316,8 @@ class Trainer:
         self.best_pool_score = -math.inf
         self.next_eval = config.eval_interval or config.total_timesteps
         self.next_checkpoint = config.checkpoint_interval
+        self.next_expert = config.expert_interval
+        self.expert_stats: dict[str, float] = {}
         self.stop_requested = False
         self.stopped_at_checkpoint: int | None = None
         self.last_eval_step: int | None = None
@@ -435,6 +452,7 @@ class Trainer:
             "warmup_rollouts": self.warmup_rollouts,
             "next_eval": self.next_eval,
             "next_checkpoint": self.next_checkpoint,
+            "next_expert": self.next_expert,
             "last_eval_step": self.last_eval_step,
             "eval_lines": self.eval_lines,
             "best_score": None if math.isinf(self.best_score) else self.best_score,
@@ -532,6 +550,8 @@ class Trainer:
         self.warmup_rollouts = int(state["warmup_rollouts"])
         self.next_eval = int(state["next_eval"])
         self.next_checkpoint = int(state["next_checkpoint"])
+        # checkpoints from before expert iteration existed hold no schedule for it
+        self.next_expert = int(state.get("next_expert", self.config.expert_interval))
         self.last_eval_step = state["last_eval_step"]
         self.eval_lines = int(state["eval_lines"])
         self.imitation_stats = state["imitation_stats"]
@@ -628,6 +648,84 @@ class Trainer:
                 f"({stats['accuracy']:.1%} agreement) in {stats['seconds']:.0f} s"
             )
         return stats
+
+    # expert iteration
+    def due_for_expert(self, timesteps: int) -> bool:
+        """Whether an expert-iteration step is due (never at or past the last step)."""
+        return (self.config.expert_interval > 0 and timesteps >= self.next_expert
+                and timesteps < self.config.total_timesteps)
+
+    def expert_iteration(self, timesteps: int, logger=None) -> dict[str, float] | None:
+        """Search games over the current policy, then fit the network to them.
+
+        Everything is seeded from the master seed and ``timesteps``, so a resumed run
+        repeats it exactly. A stop request (SIGTERM, Ctrl-C) between chunks abandons the
+        step with the network unchanged and the step still due (None is returned).
+
+        Returns:
+            ``{"agreement_before", "agreement_after", "loss", "value_loss", "decisions",
+            "seconds"}`` (agreement: share of the searched moves the greedy policy
+            plays, before and after the fit), or None when abandoned.
+        """
+        from agents.ppo.config import TrainConfigError
+        from agents.ppo.expert import (
+            EXPERT_BATCH_SIZE,
+            agreement,
+            collect_expert_games,
+            teacher_spec,
+            value_targets,
+        )
+        from agents.ppo.imitation import ChunksStopped, DataWorkersError, clone_policy
+
+        config = self.config
+        started = time.perf_counter()
+        policy_path = self.run_dir / "expert" / "policy.zip"
+        _save(self.model, policy_path, self._metadata(timesteps))
+        spec = teacher_spec(config.expert_search, str(policy_path))
+        self._write_progress(f"[{timesteps:>10,} steps] expert iteration: "
+                             f"{config.expert_games} games of {config.expert_search}")
+        try:
+            played = collect_expert_games(
+                self.rules, spec, config.expert_games,
+                derived_seed(config.seed, SEED_EXPERT_DATA, timesteps),
+                derived_seed(config.seed, SEED_EXPERT_TEACHER, timesteps),
+                gamma=config.gamma, workers=config.data_workers,
+                ray_address=config.ray_address, should_stop=lambda: self.stop_requested,
+            )
+        except ChunksStopped:
+            return None
+        except DataWorkersError as error:
+            raise TrainConfigError(str(error)) from None
+        actor = PPOAgent(self.model)
+        before = agreement(actor.act(played.observations, played.masks), played.actions)
+        self.freeze_actor(False)  # a step during the value warm-up trains the actor too
+        fit = clone_policy(
+            self.model.policy, played.observations, played.masks, played.actions,
+            config.expert_epochs, batch_size=EXPERT_BATCH_SIZE,
+            learning_rate=config.expert_learning_rate,
+            seed=derived_seed(config.seed, SEED_EXPERT_SHUFFLE, timesteps),
+            value_targets=value_targets(played, ObservationLayout(self.rules), config.shaping),
+        )
+        self.freeze_actor(self.rollouts_done < self.warmup_rollouts)
+        after = agreement(actor.act(played.observations, played.masks), played.actions)
+        stats = {"agreement_before": before, "agreement_after": after, "loss": fit["loss"],
+                 "value_loss": fit["value_loss"], "decisions": float(len(played.actions)),
+                 "seconds": time.perf_counter() - started}
+        self.next_expert = (timesteps // config.expert_interval + 1) * config.expert_interval
+        self.expert_stats = stats
+        if logger is not None:
+            for key, value in stats.items():
+                logger.record(f"expert/{key}", value)
+        self._write_progress(
+            f"[{timesteps:>10,} steps] expert iteration: {len(played.actions):,} decisions, "
+            f"policy agreed with search {before:.1%} before, {after:.1%} after the fit"
+            f" in {stats['seconds']:.0f} s"
+        )
+        return stats
+
+    def _write_progress(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.write(line)
 
     def freeze_actor(self, frozen: bool) -> None:
         """Stop (or resume) gradient flow into the actor: value-only updates while frozen."""

@@ -125,6 +125,8 @@ def test_main__rules_file_and_online_preset(tmp_path):
         (["--agents", "random", "random", "--games", "0"], "--games must be >= 1"),
         (["--agents", "random", "random", "--seed", "-4"], "--seed must be >= 0"),
         (["--agents", "random", "random", "--seed", "-1"], "--seed must be >= 0, got -1"),
+        (["--agents", "random", "random", "--torch-threads", "0"],
+         "--torch-threads must be >= 1, got 0"),
         (["--agents", "random", "random", "--games", "-3"], "--games must be >= 1, got -3"),
         (
             ["--agents", "random", "random", "--games", str(10**12)],
