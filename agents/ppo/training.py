@@ -667,6 +667,8 @@ class Trainer:
             "seconds"}`` (agreement: share of the searched moves the greedy policy
             plays, before and after the fit), or None when abandoned.
         """
+        import torch
+
         from agents.ppo.config import TrainConfigError
         from agents.ppo.expert import (
             EXPERT_BATCH_SIZE,
@@ -685,13 +687,16 @@ class Trainer:
         self._write_progress(f"[{timesteps:>10,} steps] expert iteration: "
                              f"{config.expert_games} games of {config.expert_search}")
         try:
-            played = collect_expert_games(
-                self.rules, spec, config.expert_games,
-                derived_seed(config.seed, SEED_EXPERT_DATA, timesteps),
-                derived_seed(config.seed, SEED_EXPERT_TEACHER, timesteps),
-                gamma=config.gamma, workers=config.data_workers,
-                ray_address=config.ray_address, should_stop=lambda: self.stop_requested,
-            )
+            # building the ppo agent for the search draws torch's global generator: kept
+            # out of the run, so where the games are played (here or Ray) changes nothing
+            with torch.random.fork_rng(devices=[]):
+                played = collect_expert_games(
+                    self.rules, spec, config.expert_games,
+                    derived_seed(config.seed, SEED_EXPERT_DATA, timesteps),
+                    derived_seed(config.seed, SEED_EXPERT_TEACHER, timesteps),
+                    gamma=config.gamma, workers=config.data_workers,
+                    ray_address=config.ray_address, should_stop=lambda: self.stop_requested,
+                )
         except ChunksStopped:
             return None
         except DataWorkersError as error:

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # 6 rollouts of 16 x 64 steps: checkpoints at 2048 and 4096, an evaluation every rollout,
 # a short warm start whose value-only rollouts straddle the first checkpoint, and
-# snapshots from the first evaluation on (so "self" opponents play from the start)
+# snapshots from the first evaluation on (so "self" opponents play from the start), and an
+# expert-iteration step at 3072 (between the checkpoints: a kill after it replays it)
 RESUMABLE = dict(
     total_timesteps=6144,
     n_envs=16,
@@ -38,6 +39,9 @@ RESUMABLE = dict(
     imitation_epochs=1,
     value_warmup_rollouts=3,
     snapshot_min_score=0.0,
+    expert_interval=3072,
+    expert_games=2,
+    expert_search="search(samples=2,depth=2)",
     progress=False,
 )
 
@@ -53,7 +57,7 @@ def _evaluations(run_dir: Path) -> list[dict]:
 
 
 def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """TensorBoard scalars by tag (timing left out: time/*, imitation/seconds)."""
+    """TensorBoard scalars by tag (timing left out: time/*, imitation/ and expert/seconds)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     found: dict[str, list[tuple[int, float]]] = {}
@@ -61,7 +65,8 @@ def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
         events = EventAccumulator(str(directory))
         events.Reload()
         for tag in events.Tags()["scalars"]:
-            if not tag.startswith("time/") and tag != "imitation/seconds":
+            if not tag.startswith("time/") and tag not in ("imitation/seconds",
+                                                            "expert/seconds"):
                 found.setdefault(tag, []).extend((e.step, e.value) for e in events.Scalars(tag))
     return found
 
@@ -110,7 +115,10 @@ def test_resume__killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     for name, tensor in final["whole"].items():
         assert torch.equal(tensor, final["killed"][name]), name
     # TensorBoard: no step logged twice, and the same curves (timing scalars aside)
-    assert _scalars(killed) == _scalars(whole)
+    scalars = _scalars(killed)
+    assert scalars == _scalars(whole)
+    # the step at 3,072 is written with SB3's next dump, after that rollout
+    assert [step for step, _ in scalars["expert/agreement_after"]] == [4096]
     assert read_metadata(killed / "best.zip")["score"] == read_metadata(whole / "best.zip")["score"]
 
 
