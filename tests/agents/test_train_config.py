@@ -153,7 +153,9 @@ def test_default_yaml__holds_every_key_with_its_built_in_default():
     assert data == TrainConfig().to_dict()
 
 
-@pytest.mark.parametrize("name", ["default.yaml", "strong_2p.yaml", "strong_4p.yaml"])
+@pytest.mark.parametrize(
+    "name", ["default.yaml", "strong_2p.yaml", "strong_4p.yaml", "expert_iteration.yaml"]
+)
 def test_shipped_configs__load(name):
     config = load_train_config(ROOT / "configs" / name)
     assert config.resolve_rules().num_players == config.num_players
