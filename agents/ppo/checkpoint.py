@@ -168,7 +168,27 @@ def _inference_learning_rate(_progress_remaining: float) -> float:
     return 0.0
 
 
-def build_policy(metadata: Mapping[str, Any], path: str | Path = "<metadata>"):
+class InferenceOnlyOptimizer:
+    """Stands in for the optimizer SB3 builds with every policy: a loaded policy only acts.
+
+    Building a real torch optimizer imports ``torch._dynamo`` (about a second, once per
+    process), which every ``ppo:PATH`` load paid: evaluations, ``skyjo-play``, each Ray
+    worker. Training restores its own optimizer into the model's (`restore_model`).
+    """
+
+    def __init__(self, params, lr: float = 0.0, **kwargs):
+        del params, lr, kwargs
+
+    def __getattr__(self, name: str):
+        raise AttributeError(
+            f"this policy was loaded for inference and has no optimizer ({name!r}); "
+            "restore a checkpoint into a model (restore_model) to train it"
+        )
+
+
+def build_policy(
+    metadata: Mapping[str, Any], path: str | Path = "<metadata>", trainable: bool = True
+):
     """A fresh, untrained sb3-contrib ``MaskableActorCriticPolicy`` on the CPU with the
     architecture a checkpoint's metadata records (the same ``policy_kwargs`` the trainer
     uses). The global torch random state is left as it was.
@@ -176,6 +196,8 @@ def build_policy(metadata: Mapping[str, Any], path: str | Path = "<metadata>"):
     Args:
         metadata: A checkpoint's metadata (`read_metadata`).
         path: Named in errors.
+        trainable: Build SB3's Adam as ``policy.optimizer``; False puts an
+            `InferenceOnlyOptimizer` there (a policy that only acts loads a second faster).
 
     Raises:
         CheckpointError: Unreadable rules or architecture, or an observation size or action
@@ -215,7 +237,9 @@ def build_policy(metadata: Mapping[str, Any], path: str | Path = "<metadata>"):
     # shifting the caller's torch random stream
     with torch.random.fork_rng(devices=[]):
         policy = MaskableActorCriticPolicy(
-            observation_space, spaces.Discrete(actions), _inference_learning_rate, **policy_kwargs
+            observation_space, spaces.Discrete(actions), _inference_learning_rate,
+            **({} if trainable else {"optimizer_class": InferenceOnlyOptimizer}),
+            **policy_kwargs,
         )
     return policy.to("cpu")
 
@@ -279,7 +303,8 @@ def save_checkpoint(
     meta["policy"] = policy_architecture(meta, path)
     state = model.policy.state_dict()
     # refuse to write a checkpoint that would not load back into its own description
-    _check_state(build_policy(meta, path).state_dict(), state, POLICY_MEMBER, path, finite=False)
+    _check_state(build_policy(meta, path, trainable=False).state_dict(), state, POLICY_MEMBER,
+                 path, finite=False)
     members = {
         META_MEMBER: json.dumps(meta, indent=2, sort_keys=True).encode(),
         POLICY_MEMBER: _serialise(state),
@@ -430,7 +455,8 @@ def _check_state(
 
 
 def load_policy(path: str | Path, metadata: dict[str, Any] | None = None):
-    """The trained policy of a checkpoint, in evaluation mode, on the CPU.
+    """The trained policy of a checkpoint, in evaluation mode, on the CPU, for acting (its
+    ``optimizer`` is an `InferenceOnlyOptimizer`; `restore_model` continues training).
 
     Builds the network from the metadata and loads ``policy.pth`` with
     ``weights_only=True``; works for both formats and never reads the ``data`` member.
@@ -447,7 +473,7 @@ def load_policy(path: str | Path, metadata: dict[str, Any] | None = None):
     """
     if metadata is None:
         metadata = read_metadata(path)
-    policy = build_policy(metadata, path)
+    policy = build_policy(metadata, path, trainable=False)
     state = _load_tensors(path, POLICY_MEMBER)
     _check_state(policy.state_dict(), state, POLICY_MEMBER, path)
     policy.load_state_dict(state)

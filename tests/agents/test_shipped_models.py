@@ -3,6 +3,8 @@ are weights plus JSON only (format skyjo-rl-ppo/2: no pickled member)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -46,3 +48,25 @@ def test_shipped_model__is_weights_and_json_only(name):
     assert metadata["policy"] == {"net_arch": [256, 256], "activation": "relu", "features": "grid"}
     with zipfile.ZipFile(path) as archive:
         assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
+
+
+def test_load_ppo_agent__acting_needs_no_optimizer_and_skips_torch_dynamo():
+    # a real torch optimizer imports torch._dynamo (about a second per process); a policy
+    # loaded to act gets a stand-in that names the problem if anyone tries to train it
+    code = (
+        "import sys\n"
+        "from agents.registry import make_agent\n"
+        "from skyjo_env.core.rules import SkyjoRules\n"
+        "agent = make_agent('ppo:models/ppo_2p.zip', SkyjoRules(), 0)\n"
+        "print('torch._dynamo' in sys.modules)\n"
+        "try:\n"
+        "    agent.policy.optimizer.step()\n"
+        "except AttributeError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=MODELS.parent, timeout=120)
+    assert result.returncode == 0, result.stderr
+    imported, message = result.stdout.splitlines()
+    assert imported == "False"
+    assert "loaded for inference and has no optimizer ('step')" in message
