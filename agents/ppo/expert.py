@@ -62,6 +62,7 @@ def collect_expert_games(
     workers: int = 0,
     ray_address: str | None = None,
     should_stop: Callable[[], bool] | None = None,
+    chunk_games: int = EXPERT_CHUNK_GAMES,
 ) -> RecordedGames:
     """Every decision of ``games`` self-play games of the agent ``spec``, chunk by chunk.
 
@@ -74,13 +75,13 @@ def collect_expert_games(
         gamma: Discount per decision of the acting seat, for the returns.
         workers, ray_address: Where the chunks run (`agents.ppo.imitation.run_chunks`).
         should_stop: Asked between chunks; True abandons the games (`ChunksStopped`).
+        chunk_games: Games per chunk (changes the data; keep the default).
 
     Returns:
         `RecordedGames` of all chunks, in chunk order.
     """
     task = partial(expert_chunk, rules, spec, seed, teacher_seed, gamma)
-    parts = run_chunks(task, chunk_sizes(games, EXPERT_CHUNK_GAMES), workers, ray_address,
-                       should_stop)
+    parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address, should_stop)
     return RecordedGames(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
 
 

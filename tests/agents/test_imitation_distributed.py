@@ -6,12 +6,15 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs
+from agents.ppo.expert import collect_expert_games
 from agents.ppo.imitation import (
+    ChunksStopped,
     DataWorkersError,
     chunk_sizes,
     collect_chunked_demonstrations,
@@ -122,3 +125,33 @@ def test_imitation_and_config__import_no_ray():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, timeout=120)
     assert done.stdout.split()[-1] == "False"
+
+
+def test_collect_expert_games__same_search_games_with_0_and_2_workers(local_ray):
+    # the search over a shipped network, as expert iteration runs it: every worker loads
+    # the checkpoint and plays its chunks from the chunk seeds alone
+    shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
+    spec = f"search(samples=2,depth=2):ppo:{shipped}"
+    arguments = dict(games=3, seed=5, teacher_seed=6, chunk_games=1)
+    in_process = collect_expert_games(RULES, spec, **arguments)
+    distributed = collect_expert_games(RULES, spec, **arguments, workers=2)
+    for expected, got in zip(in_process, distributed, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    assert len(in_process.actions) > 100
+
+
+def test_run_chunks__should_stop_cancels_ray_tasks(local_ray):
+    def task(chunk: int, size: int) -> int:
+        import time
+
+        time.sleep(0.2)
+        return chunk
+
+    finished = []
+
+    def stop_after_one() -> bool:
+        finished.append(None)
+        return len(finished) > 2
+
+    with pytest.raises(ChunksStopped):
+        run_chunks(task, [1] * 8, workers=2, should_stop=stop_after_one)
