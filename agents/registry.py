@@ -19,7 +19,10 @@ spec                            agent
                                 pairs, no spaces needed: ``samples`` (int, sampled games per
                                 decision), ``depth`` (int, most rollout decisions),
                                 ``budget_ms`` (number, time per decision),
-                                ``max_rollout_games`` (int), ``confidence_z`` (number);
+                                ``max_rollout_games`` (int), ``confidence_z`` (number),
+                                ``leaf`` (``margin`` or ``critic``: the value head of a
+                                ``ppo:PATH`` base), ``top_actions`` (int, try only the
+                                base policy's most probable actions; ``ppo:PATH`` base);
                                 e.g.
                                 ``search(samples=16,depth=40):ev``
 ==============================  ===============================================================
@@ -60,6 +63,8 @@ SEARCH_OPTIONS: dict[str, type] = {
     "budget_ms": float,
     "max_rollout_games": int,
     "confidence_z": float,
+    "leaf": str,
+    "top_actions": int,
 }
 
 
@@ -173,9 +178,9 @@ def _load_ppo(path_text: str, rules: SkyjoRules, seed: int, spec: str) -> Agent:
     return _check_agent(agent, spec)
 
 
-def _parse_search_options(text: str, spec: str) -> dict[str, int | float]:
+def _parse_search_options(text: str, spec: str) -> dict[str, int | float | str]:
     """``key=value,key=value`` (the inside of ``search(...)``) -> option values."""
-    options: dict[str, int | float] = {}
+    options: dict[str, int | float | str] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, equals, value = (piece.strip() for piece in item.partition("="))
         if not equals or not key or not value:
@@ -220,8 +225,40 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
         raise AgentSpecError(f"agent spec {spec!r}: {error}") from None
     # the base agent gets its own seed, spawned from the search agent's
     base_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
-    base = make_agent(rest[1:].strip(), rules, base_seed)
-    return _check_agent(search.SearchAgent(base, rules, seed, settings), spec)
+    base_spec = rest[1:].strip()
+    base = make_agent(base_spec, rules, base_seed)
+    value_fn = prior_fn = None
+    if settings.leaf == "critic" or settings.top_actions is not None:
+        value_fn, prior_fn = _ppo_search_parts(base, base_spec, rules, spec, settings)
+    return _check_agent(
+        search.SearchAgent(base, rules, seed, settings, value_fn, prior_fn), spec
+    )
+
+
+def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str, settings):
+    """The value function (``leaf=critic``: the value head, with the shaping weight
+    recorded in the checkpoint's config) and the action prior (``top_actions``) of a
+    ``ppo:PATH`` base agent; None for the parts the settings do not ask for."""
+    wanted = "leaf=critic" if settings.leaf == "critic" else "top_actions"
+    if not base_spec.startswith("ppo:"):
+        raise AgentSpecError(
+            f"agent spec {spec!r}: {wanted} needs a 'ppo:PATH' base agent (its value head "
+            f"and action priors), got {base_spec!r}"
+        )
+    from agents.ppo.checkpoint import read_metadata
+    from agents.search.values import CriticValue, CriticValueError, PolicyPrior
+
+    try:
+        value_fn = prior_fn = None
+        if settings.leaf == "critic":
+            config = read_metadata(base_spec[len("ppo:") :]).get("config") or {}
+            value_fn = CriticValue(getattr(base, "policy", None), rules,
+                                   config.get("shaping", 0.0))
+        if settings.top_actions is not None:
+            prior_fn = PolicyPrior(base)
+    except CriticValueError as error:
+        raise AgentSpecError(f"agent spec {spec!r}: {error}") from None
+    return value_fn, prior_fn
 
 
 def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:

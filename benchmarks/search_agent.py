@@ -8,6 +8,8 @@ times the agent on them two ways and prints medians over the repeats:
 - all of them in one ``act`` call (a tournament batch), reported per decision.
 
 Wall clock on whatever cores are free: on a shared machine, run it when they are quiet.
+For the one-core figure, pin it (``taskset -c 0``); a PPO base runs with one torch thread
+unless ``--torch-threads`` says otherwise.
 
 Usage::
 
@@ -58,7 +60,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--players", type=int, default=2)
     parser.add_argument("--decisions", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="torch threads for a PPO base (1: the one-core figure)")
     args = parser.parse_args(argv)
+    if "ppo:" in args.spec:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     rules = SkyjoRules(num_players=args.players)
     observations, masks = searched_decisions(rules, args.decisions)
     agent = make_agent(args.spec, rules, 0)

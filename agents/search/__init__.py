@@ -1,7 +1,9 @@
 """Decision-time search agents: ``search:BASE`` (determinized rollouts of a base agent).
 
 `agents.search.observed` rebuilds engine games from observations; `agents.search.agent`
-samples information sets from them and rolls out the base agent to the round's end.
+samples information sets from them and rolls out the base agent; `agents.search.values`
+values rollouts with a PPO base agent's critic (``leaf=critic``) and supplies its action
+priors (``top_actions``).
 """
 
 from agents.search.agent import (
@@ -12,9 +14,13 @@ from agents.search.agent import (
     ValueFunction,
 )
 from agents.search.observed import ObservationMismatchError, state_from_observations
+from agents.search.values import CriticValue, CriticValueError, PolicyPrior
 
 __all__ = [
+    "CriticValue",
+    "CriticValueError",
     "ObservationMismatchError",
+    "PolicyPrior",
     "RoundMarginValue",
     "SearchAgent",
     "SearchOptionError",

@@ -10,6 +10,7 @@ from agents.registry import AgentSpecError, make_agent
 from agents.search import (
     ObservationMismatchError,
     SearchAgent,
+    SearchOptionError,
     SearchOptions,
     state_from_observations,
 )
@@ -123,17 +124,24 @@ def _hide_differently(state, b, rng):
     state.draw_pile[b, : state.game[b, DRAW_SIZE]] = cards[len(hidden):]
 
 
-def test_search__decisions_ignore_hidden_cards():
+@pytest.mark.parametrize(
+    "spec", [None, "search(samples=2,depth=2,leaf=critic,top_actions=3):ppo:models/ppo_2p.zip"],
+    ids=["margin-over-ev", "critic-over-ppo"],
+)
+def test_search__decisions_ignore_hidden_cards(spec):
     rules = SkyjoRules()
     encoder = ObservationEncoder(rules)
     ev = make_agent("ev", rules, 0)
-    agents = [SearchAgent(make_agent("ev", rules, 0), rules, seed=2, options=FAST)
-              for _ in range(2)]
+    if spec is None:
+        agents = [SearchAgent(make_agent("ev", rules, 0), rules, seed=2, options=FAST)
+                  for _ in range(2)]
+    else:
+        agents = [make_agent(spec, rules, 2) for _ in range(2)]
     state = new_batch(rules, 4)
     reset(state, np.random.default_rng(8))
     rng = np.random.default_rng(9)
-    checked = 0
-    for _ in range(60):
+    checked, steps = 0, 60 if spec is None else 25  # the PPO search is slower per step
+    for _ in range(steps):
         running = ~state.game_over
         masks = legal_action_mask(state)
         observations = encoder.encode(state, state.current_player)
@@ -151,7 +159,7 @@ def test_search__decisions_ignore_hidden_cards():
         actions = np.full(state.batch_size, -1, np.int64)
         actions[running] = ev.act(observations[running], masks[running])
         step(state, actions)
-    assert checked > 100
+    assert checked > steps
 
 
 def test_make_agent__search_specs():
@@ -181,6 +189,10 @@ def test_make_agent__search_specs():
         ("search(samples):ev", "is not key=value"),
         ("search(samples=2,samples=3):ev", "given twice"),
         ("search:nonsense", "unknown agent spec 'nonsense'"),
+        ("search(leaf=tree):ev", "leaf must be one of margin, critic, got 'tree'"),
+        ("search(leaf=critic):ev", "leaf=critic needs a 'ppo:PATH' base agent"),
+        ("search(top_actions=1):ev", "top_actions must be an int >= 2, got 1"),
+        ("search(top_actions=3):greedy", "top_actions needs a 'ppo:PATH' base agent"),
     ],
 )
 def test_make_agent__bad_search_specs_are_one_line_errors(spec, words):
@@ -195,3 +207,148 @@ def test_search__plays_through_evaluate(tmp_path, capsys):
                           "--seed", "0", "--json", str(report)])
     assert code == 0
     assert report.exists() and "search:ev" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- critic leaves
+
+SHIPPED_2P = "models/ppo_2p.zip"
+
+
+@pytest.fixture(scope="module")
+def ppo_2p():
+    from agents.ppo import load_ppo_agent
+
+    return load_ppo_agent(SHIPPED_2P, SkyjoRules(), seed=0)
+
+
+def _play_until(state, agent, encoder, done):
+    """Step ``state`` with ``agent`` in every seat until ``done(events)`` is all True."""
+    while True:
+        running = ~state.game_over
+        masks = legal_action_mask(state)
+        observations = encoder.encode(state, state.current_player)
+        actions = np.full(state.batch_size, -1, np.int64)
+        actions[running] = agent.act(observations[running], masks[running])
+        events = step(state, actions)
+        if done(events):
+            return events
+
+
+def test_critic_value__cut_leaves_are_critic_plus_potential(ppo_2p):
+    import torch
+
+    from agents.ppo.shaping import grid_potential
+    from agents.search.values import CriticValue
+    from skyjo_env.encoding import ObservationLayout
+
+    rules = SkyjoRules()
+    encoder = ObservationEncoder(rules)
+    state = new_batch(rules, 3)
+    reset(state, np.random.default_rng(5))
+    _play_until(state, ppo_2p, encoder, lambda events: True)  # one decision each
+    value = CriticValue(ppo_2p.policy, rules, shaping_weight=1.0)
+    got = value(state, np.zeros(3, bool))
+    seat_0 = encoder.encode(state, np.zeros(3, np.int64))
+    with torch.no_grad():
+        direct = ppo_2p.policy.predict_values(torch.as_tensor(seat_0))[:, 0].double().numpy()
+    expected = direct + grid_potential(seat_0, ObservationLayout(rules))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    # a known grid: all 12 face-down at the deck mean 760/150 -> Phi = -12 * 760/150 / 100
+    fresh = new_batch(rules, 1)
+    reset(fresh, np.random.default_rng(0))
+    observation = encoder.encode(fresh, np.zeros(1, np.int64))
+    no_shaping = CriticValue(ppo_2p.policy, rules, shaping_weight=0.0)
+    np.testing.assert_allclose(
+        value.values_of_observations(observation) - no_shaping.values_of_observations(observation),
+        [-12 * 760 / 150 / 100], rtol=1e-6,
+    )
+
+
+def test_critic_value__round_and_game_ends_add_the_realised_reward(ppo_2p):
+    from agents.search.values import CriticValue
+    from skyjo_env.core.actions import Phase
+    from skyjo_env.core.layout import EVENT_ROUND_ENDED, PHASE, ROUND_SCORE, TOTAL
+
+    rules = SkyjoRules()
+    encoder = ObservationEncoder(rules)
+    value = CriticValue(ppo_2p.policy, rules, shaping_weight=1.0)
+    state = new_batch(rules, 1)
+    reset(state, np.random.default_rng(3))
+    _play_until(state, ppo_2p, encoder, lambda events: (events & EVENT_ROUND_ENDED).any())
+    assert state.phase[0] == Phase.INITIAL_REVEAL  # the next round is dealt
+    margin = float(state.seat[0, 1, ROUND_SCORE] - state.seat[0, 0, ROUND_SCORE]) / 100
+    next_round = value(state, np.zeros(1, bool))[0]  # the critic at the new deal
+    np.testing.assert_allclose(value(state, np.ones(1, bool)), [margin + next_round])
+    over = state.copy()  # the same round end, made the game's end
+    over.game[0, PHASE] = Phase.GAME_OVER
+    over.seat[0, :, TOTAL] = [40, 100]  # seat 0 wins: +1 on top of the round margin
+    np.testing.assert_allclose(value(over, np.ones(1, bool)), [margin + 1.0])
+
+
+def test_critic_value__rejects_a_policy_without_a_value_head():
+    from agents.search.values import CriticValue, CriticValueError
+
+    with pytest.raises(CriticValueError, match="value head"):
+        CriticValue(object(), SkyjoRules())
+
+
+class _SpyValue:
+    """A value function recording the seat to act and the round-ended flags it saw."""
+
+    own_turn_leaves = True
+
+    def __init__(self):
+        self.cut_seats = []
+
+    def __call__(self, state, round_ended):
+        self.cut_seats.append(state.current_player[~round_ended])
+        return np.zeros(state.batch_size)
+
+
+def test_search__own_turn_leaves_are_cut_where_seat_0_acts():
+    rules = SkyjoRules()
+    observations, masks = _observations_of_played_games(rules, games=1, seed=6, every=11)
+    spy = _SpyValue()
+    agent = SearchAgent(make_agent("ev", rules, 0), rules, seed=1,
+                        options=SearchOptions(samples=2, depth=3), value_fn=spy)
+    agent.act(observations[:8], masks[:8])
+    cut = np.concatenate(spy.cut_seats)
+    assert cut.size > 0 and (cut == 0).all()
+
+
+def test_search__critic_leaf_without_a_value_fn_is_an_error():
+    with pytest.raises(SearchOptionError, match="leaf=critic needs value_fn"):
+        SearchAgent(make_agent("ev", SkyjoRules(), 0), SkyjoRules(), seed=0,
+                    options=SearchOptions(leaf="critic"))
+
+
+def test_search__top_actions_keeps_the_base_choice_and_the_most_probable():
+    rules = SkyjoRules()
+    preferences = np.arange(27, dtype=np.float32)[::-1].copy()  # lower id: more probable
+
+    def prior(observations, masks):
+        return np.tile(preferences, (len(observations), 1))
+
+    agent = SearchAgent(make_agent("ev", rules, 0), rules, seed=0,
+                        options=SearchOptions(top_actions=2), prior_fn=prior)
+    masks = np.zeros((2, 27), bool)
+    masks[0, [14, 15, 16, 20]] = True
+    masks[1, [12, 13]] = True
+    candidates = agent._candidates(np.zeros((2, agent.size), np.float32), masks, np.array([20, 13]))
+    np.testing.assert_array_equal(np.flatnonzero(candidates[0]), [14, 15, 20])
+    np.testing.assert_array_equal(np.flatnonzero(candidates[1]), [12, 13])
+    with pytest.raises(SearchOptionError, match="top_actions needs prior_fn"):
+        SearchAgent(make_agent("ev", rules, 0), rules, seed=0,
+                    options=SearchOptions(top_actions=2))
+
+
+def test_make_agent__critic_leaf_over_a_shipped_model():
+    from agents.search.values import CriticValue, PolicyPrior
+
+    agent = make_agent(f"search(samples=2,depth=1,leaf=critic,top_actions=3):ppo:{SHIPPED_2P}",
+                       SkyjoRules(), 0)
+    assert isinstance(agent.value_fn, CriticValue) and agent.value_fn.shaping_weight == 1.0
+    assert isinstance(agent.prior_fn, PolicyPrior)
+    observations, masks = _observations_of_played_games(SkyjoRules(), games=1, seed=2, every=13)
+    actions = agent.act(observations[:6], masks[:6])
+    assert masks[np.arange(6), actions].all()

@@ -1,0 +1,161 @@
+"""Leaf values for the search agent from a trained PPO critic (``leaf=critic``).
+
+A MaskablePPO policy trained by `agents.ppo.training` has a value head that estimates
+the learner's return from its observation: round margins / 100 (`skyjo_env.rewards`) to
+the game's end plus the placement bonus (+-1 in two-player games), with gamma = 1. The
+training env added potential-based shaping (`agents.ppo.shaping`, weight ``w``), so the
+head learned the shaped return ``V(s) - w * Phi(s)``; the unshaped value is therefore
+``critic(obs) + w * Phi(obs)``.
+
+`CriticValue` values a rollout game for seat 0 (the searching seat):
+
+- cut (round still running): ``critic(obs_0) + w * Phi(obs_0)``, ``obs_0`` being seat 0's
+  observation of the game (what it may know: no sampled face-down card leaks in);
+- round ended, game on: the realised round reward of seat 0 plus the critic's value of
+  the next round's first position (a new deal, seat 0 to reveal first);
+- game ended: the realised round reward plus the placement bonus.
+
+The critic was trained only on positions where the learner is to act, so the search
+agent cuts rollouts valued by it only where seat 0 is to act (``own_turn_leaves``).
+Values are in the training reward's units (1 = 100 points of margin, or a won game).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.ppo.shaping import grid_potential
+from skyjo_env.core.actions import Phase
+from skyjo_env.core.engine import BatchState
+from skyjo_env.core.layout import EVENT_GAME_ENDED, EVENT_ROUND_ENDED
+from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.encoding import ObservationEncoder, ObservationLayout
+from skyjo_env.rewards import seat_rewards_into
+
+
+class CriticValueError(ValueError):
+    """A policy that cannot serve as a leaf value (no value head, wrong input size)."""
+
+
+class CriticValue:
+    """Seat 0's value of rollout games from a PPO value head (module docstring).
+
+    Args:
+        policy: An sb3-contrib ``MaskableActorCriticPolicy`` (``PPOAgent.policy``) trained
+            on ``rules`` with observations of `skyjo_env.encoding`.
+        rules: The rules of the games.
+        shaping_weight: The weight of the grid-potential shaping the critic was trained
+            with (the checkpoint's ``config.shaping``; 0 when it had none).
+
+    Raises:
+        CriticValueError: ``policy`` has no ``predict_values`` or expects another
+            observation size; a negative or non-finite ``shaping_weight``.
+    """
+
+    #: Cut rollouts only where seat 0 is to act (the critic's training positions).
+    own_turn_leaves = True
+
+    def __init__(self, policy, rules: SkyjoRules, shaping_weight: float = 1.0):
+        import torch  # agents may import torch; only a critic leaf needs it
+
+        if not callable(getattr(policy, "predict_values", None)):
+            raise CriticValueError(
+                f"leaf=critic needs a PPO base agent with a value head; got {type(policy).__name__}"
+            )
+        layout = ObservationLayout(rules)
+        expected = getattr(getattr(policy, "observation_space", None), "shape", None)
+        if expected != (layout.size,):
+            raise CriticValueError(
+                f"leaf=critic: the policy reads observations of shape {expected}, these rules "
+                f"encode ({layout.size},)"
+            )
+        weight = float(shaping_weight)
+        if not np.isfinite(weight) or weight < 0:
+            raise CriticValueError(
+                f"leaf=critic: shaping_weight must be a finite number >= 0, got {shaping_weight!r}"
+            )
+        self._torch = torch
+        self.policy = policy
+        self.rules = rules
+        self.shaping_weight = weight
+        self._layout = layout
+        self._encoder = ObservationEncoder(rules)
+
+    def values_of_observations(self, observations: np.ndarray) -> np.ndarray:
+        """Unshaped value estimates: ``critic(obs) + w * Phi(obs)``.
+
+        Args:
+            observations: float32 (N, O), each from the seat whose value is wanted.
+
+        Returns:
+            float64 (N,).
+        """
+        torch = self._torch
+        obs = np.ascontiguousarray(observations, dtype=np.float32)
+        with torch.inference_mode():
+            critic = self.policy.predict_values(torch.from_numpy(obs))[:, 0].double().numpy()
+        return critic + self.shaping_weight * grid_potential(obs, self._layout)
+
+    def __call__(self, state: BatchState, round_ended: np.ndarray) -> np.ndarray:
+        """Seat 0's value of each game: float64 (B,); ``round_ended`` bool (B,).
+
+        A game whose round ended is at the next round's start or over (the engine deals
+        the next round inside the step that ends one).
+        """
+        round_ended = np.asarray(round_ended, dtype=bool)
+        values = self.values_of_observations(
+            self._encoder.encode(state, np.zeros(state.batch_size, np.int64))
+        )
+        ended = np.flatnonzero(round_ended)
+        if ended.size:
+            values[ended] = self._round_rewards(state, ended) + np.where(
+                state.phase[ended] == Phase.GAME_OVER, 0.0, values[ended]
+            )
+        return values
+
+    def _round_rewards(self, state: BatchState, rows: np.ndarray) -> np.ndarray:
+        """Seat 0's reward (round margin and, at a game's end, placement) of games
+        ``rows`` whose round just ended: the training reward's own definition."""
+        out = np.zeros(self.rules.num_players, np.float64)
+        rewards = np.zeros(rows.size, np.float64)
+        for i, b in enumerate(rows):
+            event = EVENT_ROUND_ENDED
+            if state.phase[b] == Phase.GAME_OVER:
+                event |= EVENT_GAME_ENDED
+            seat_rewards_into(event, state.seat, int(b), True, out)
+            rewards[i] = out[0]
+        return rewards
+
+
+class PolicyPrior:
+    """A PPO base agent's masked log-probabilities, as ``SearchAgent.prior_fn``.
+
+    Args:
+        agent: An `agents.ppo.policy.PPOAgent` (its ``actor``, a ``MaskedActor``).
+
+    Raises:
+        CriticValueError: ``agent`` has no masked actor.
+    """
+
+    def __init__(self, agent):
+        import torch
+
+        actor = getattr(agent, "actor", None)
+        if not callable(getattr(actor, "masked_logits", None)):
+            raise CriticValueError(
+                f"top_actions needs a PPO base agent (action priors); got {type(agent).__name__}"
+            )
+        self._torch = torch
+        self.actor = actor
+
+    def __call__(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """float32 (N, A) log-probabilities from observations float32 (N, O), masks bool
+        (N, A); illegal actions get sb3-contrib's masked logit (-1e8)."""
+        torch = self._torch
+        obs = torch.from_numpy(np.ascontiguousarray(observations, dtype=np.float32))
+        masks = torch.from_numpy(np.ascontiguousarray(action_masks, dtype=bool))
+        with torch.inference_mode():
+            return self.actor.masked_logits(obs, masks).numpy()
+
+
+__all__ = ["CriticValue", "CriticValueError", "PolicyPrior"]
