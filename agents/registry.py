@@ -203,26 +203,59 @@ def _parse_search_options(text: str, spec: str) -> dict[str, int | float | str]:
     return options
 
 
+def _split_search(spec: str) -> tuple[str, str]:
+    """``search(OPTIONS)REST`` or ``searchREST`` -> ``(OPTIONS, REST)``."""
+    rest = spec[len("search") :]
+    if not rest.startswith("("):
+        return "", rest
+    close = rest.find(")")
+    if close < 0:
+        raise AgentSpecError(f"agent spec {spec!r}: 'search(' without a closing ')'")
+    return rest[1:close], rest[close + 1 :]
+
+
+def _search_settings(options_text: str, spec: str):
+    """The `agents.search.SearchOptions` of an options text, or an `AgentSpecError`."""
+    options = _parse_search_options(options_text, spec)
+    search = importlib.import_module("agents.search")
+    try:
+        return search.SearchOptions(**options)
+    except search.SearchOptionError as error:
+        raise AgentSpecError(f"agent spec {spec!r}: {error}") from None
+
+
+def search_settings(prefix: str):
+    """The settings of a search without its base: ``search`` or ``search(OPTIONS)``.
+
+    For configs that name the search and supply the base later (expert iteration searches
+    over the policy being trained).
+
+    Returns:
+        An `agents.search.SearchOptions`.
+
+    Raises:
+        AgentSpecError: Not ``search``/``search(OPTIONS)``, or a bad option.
+    """
+    if not prefix.startswith("search"):
+        raise AgentSpecError(f"{prefix!r} is not 'search' or 'search(OPTIONS)'")
+    options_text, rest = _split_search(prefix)
+    if rest:
+        raise AgentSpecError(
+            f"{prefix!r}: expected 'search' or 'search(OPTIONS)' without a base agent"
+        )
+    return _search_settings(options_text, prefix)
+
+
 def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     """``search:BASE`` or ``search(OPTIONS):BASE``."""
-    options_text = ""
-    rest = spec[len("search") :]
-    if rest.startswith("("):
-        close = rest.find(")")
-        if close < 0:
-            raise AgentSpecError(f"agent spec {spec!r}: 'search(' without a closing ')'")
-        options_text, rest = rest[1:close], rest[close + 1 :]
+    options_text, rest = _split_search(spec)
     if not rest.startswith(":") or not rest[1:].strip():
         raise AgentSpecError(
             f"agent spec {spec!r}: give a base agent spec after 'search:' "
             "(e.g. 'search:ev' or 'search(samples=16):ev')"
         )
-    options = _parse_search_options(options_text, spec)
+    settings = _search_settings(options_text, spec)
     search = importlib.import_module("agents.search")
-    try:
-        settings = search.SearchOptions(**options)
-    except search.SearchOptionError as error:
-        raise AgentSpecError(f"agent spec {spec!r}: {error}") from None
     # the base agent gets its own seed, spawned from the search agent's
     base_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
     base_spec = rest[1:].strip()

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from agents.registry import AgentSpecError, make_agent
+from agents.registry import AgentSpecError, make_agent, search_settings
 from skyjo_env.core.rules import SkyjoRules, available_presets, load_rules, read_yaml_mapping
 
 OpponentKind = Literal["random", "greedy", "ev", "self"]
@@ -278,8 +278,9 @@ def check_agent_specs(config: TrainConfig) -> None:
     """Build every agent spec the config names once, so a bad one fails before training.
 
     Checks each of ``eval_opponents``, when a warm start will run (``imitation_games >
-    0``) ``imitation_teacher``, and with expert iteration (``expert_interval > 0``) the
-    options of ``expert_search`` (over ``random``), through `agents.registry.make_agent`;
+    0``) ``imitation_teacher``, through `agents.registry.make_agent`, and with expert
+    iteration (``expert_interval > 0``) the options of ``expert_search``
+    (`agents.registry.search_settings`);
     then that Ray is installed if that data has ``data_workers`` >= 1.
 
     Raises:
@@ -292,7 +293,10 @@ def check_agent_specs(config: TrainConfig) -> None:
     if config.imitation_games > 0:
         keyed.append(("imitation_teacher", config.imitation_teacher))
     if config.expert_interval > 0:
-        keyed.append(("expert_search", f"{config.expert_search}:random"))
+        try:
+            search_settings(config.expert_search)  # its base, the policy, does not exist yet
+        except AgentSpecError as error:
+            raise TrainConfigError(f"config key 'expert_search': {error}") from error
     for key, spec in keyed:
         try:
             make_agent(spec, rules, seed=config.seed)

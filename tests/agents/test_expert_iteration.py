@@ -136,6 +136,9 @@ def test_check_agent_specs__bad_expert_search_option_names_the_key():
         check_agent_specs(config)
     config.expert_interval = 0  # unused options are not checked
     check_agent_specs(config)
+    # a critic leaf needs a ppo base: the policy being trained is one
+    config.expert_interval, config.expert_search = 1000, "search(leaf=critic,top_actions=4)"
+    check_agent_specs(config)
 
 
 def _tiny_config(**overrides) -> TrainConfig:
