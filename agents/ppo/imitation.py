@@ -368,9 +368,18 @@ def clone_policy(
     learning_rate: float = 1e-3,
     seed: int = 0,
     value_targets: np.ndarray | None = None,
+    anchor: float = 0.0,
 ) -> dict[str, float]:
     """Fit the actor of a MaskablePPO policy to the demonstrations (masked cross-entropy),
     and its critic to ``value_targets`` when given (mean squared error).
+
+    With ``anchor`` = a > 0 the actor's target is not the demonstrated move alone but
+    ``(1 - a) * one_hot(move) + a * p_before`` (``p_before``: the policy's own action
+    probabilities before the fit), a cross-entropy towards a mix that keeps what the
+    policy already does where the teacher agrees and moves part of the mass where it does
+    not. Measured for expert iteration (`agents.ppo.expert`): distilling 64 games of the
+    critic search into the shipped 2-player network took it from 69.6% to 72.4% against
+    `ev` with a = 0.5, and to 67.8% with a = 0 (2,000 games each).
 
     The actor and the critic are separate networks over a features extractor without
     parameters, so the summed loss trains each on its own target.
@@ -384,6 +393,8 @@ def clone_policy(
         seed: Shuffling seed.
         value_targets: float (N,), what the critic should predict for each observation
             (e.g. the return from there on); None leaves the critic alone.
+        anchor: Weight of the policy's own prior distribution in the actor's target
+            (0 <= anchor < 1; 0 = plain cloning).
 
     Returns:
         ``{"loss", "accuracy"}`` on the last epoch (accuracy of the greedy action), plus
@@ -391,6 +402,8 @@ def clone_policy(
     """
     import torch
 
+    if not 0.0 <= anchor < 1.0:
+        raise ValueError(f"anchor={anchor!r} is invalid: allowed 0 <= anchor < 1")
     generator = np.random.default_rng(seed)
     parameters = actor_parameters(policy)
     if value_targets is not None:
@@ -400,6 +413,7 @@ def clone_policy(
     obs_t = torch.as_tensor(observations)
     mask_t = torch.as_tensor(masks)
     act_t = torch.as_tensor(actions)
+    prior = _action_probabilities(policy, obs_t, mask_t, batch_size) if anchor > 0 else None
     policy.set_training_mode(True)
     loss_sum = correct = seen = value_sum = 0.0
     for _ in range(epochs):
@@ -411,6 +425,11 @@ def clone_policy(
             logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
             logits = logits.masked_fill(~mask_t[rows], -1e8)
             loss = torch.nn.functional.cross_entropy(logits, act_t[rows])
+            if prior is not None:
+                target = (1.0 - anchor) * torch.nn.functional.one_hot(
+                    act_t[rows], logits.shape[1]
+                ).to(logits.dtype) + anchor * prior[rows]
+                loss = -(target * torch.log_softmax(logits, dim=1)).sum(dim=1).mean()
             total = loss
             if value_targets is not None:
                 values = policy.value_net(policy.mlp_extractor.forward_critic(features))
@@ -428,3 +447,17 @@ def clone_policy(
     if value_targets is not None:
         stats["value_loss"] = value_sum / seen
     return stats
+
+
+def _action_probabilities(policy, observations, masks, batch_size: int):
+    """The policy's masked action probabilities: float32 tensor (N, A), no gradient."""
+    import torch
+
+    parts = []
+    with torch.no_grad():
+        for start in range(0, len(observations), batch_size):
+            rows = slice(start, start + batch_size)
+            features = policy.extract_features(observations[rows], policy.pi_features_extractor)
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+            parts.append(torch.softmax(logits.masked_fill(~masks[rows], -1e8), dim=1))
+    return torch.cat(parts)

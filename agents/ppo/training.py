@@ -710,6 +710,7 @@ class Trainer:
             learning_rate=config.expert_learning_rate,
             seed=derived_seed(config.seed, SEED_EXPERT_SHUFFLE, timesteps),
             value_targets=value_targets(played, ObservationLayout(self.rules), config.shaping),
+            anchor=config.expert_anchor,
         )
         self.freeze_actor(self.rollouts_done < self.warmup_rollouts)
         after = agreement(actor.act(played.observations, played.masks), played.actions)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from agents.ppo.imitation import clone_policy, collect_demonstrations
@@ -48,3 +49,28 @@ def test_clone_policy__agrees_with_ev_on_held_out_decisions():
     # measured: about 0.76 against a chance of 0.28 (0.27 before cloning)
     assert after > chance + 0.35, (before, after, chance)
     assert after > before + 0.3, (before, after, chance)
+
+
+def test_clone_policy__anchor_keeps_the_policy_closer_to_itself():
+    from sb3_contrib import MaskablePPO
+
+    teacher = make_agent("ev", RULES, seed=0)
+    observations, masks, actions = collect_demonstrations(RULES, [teacher], games=20, seed=1)
+    moved = {}
+    for anchor in (0.0, 0.9):
+        torch.manual_seed(0)
+        model = MaskablePPO("MlpPolicy", SkyjoVecEnv(num_envs=2, rules=RULES, seed=0),
+                            policy_kwargs={"net_arch": [32]}, device="cpu", seed=0)
+        with torch.no_grad():
+            before = model.policy.get_distribution(
+                torch.as_tensor(observations), action_masks=masks).distribution.probs
+        clone_policy(model.policy, observations, masks, actions, epochs=3, batch_size=256,
+                     learning_rate=3e-3, seed=1, anchor=anchor)
+        with torch.no_grad():
+            after = model.policy.get_distribution(
+                torch.as_tensor(observations), action_masks=masks).distribution.probs
+        moved[anchor] = float((after - before).abs().sum(dim=1).mean())
+    # the anchored fit moves the action distribution less than plain cloning
+    assert moved[0.9] < 0.6 * moved[0.0], moved
+    with pytest.raises(ValueError, match="anchor=1.0 is invalid"):
+        clone_policy(model.policy, observations, masks, actions, epochs=1, anchor=1.0)
