@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -99,6 +101,68 @@ def value_targets(
     return played.returns - shaping * grid_potential(played.observations, layout)
 
 
+def distill_checkpoint(
+    source: str | Path,
+    target: str | Path,
+    search: str,
+    games: int,
+    seed: int,
+    epochs: int = 2,
+    learning_rate: float = 1e-4,
+    anchor: float = 0.5,
+    workers: int = 0,
+    ray_address: str | None = None,
+) -> dict[str, float]:
+    """One expert-iteration step on a saved network: search games over ``source``, the
+    anchored fit, and the result saved to ``target`` (the same rules and architecture).
+
+    The critic is fitted to the games' returns too (with the shaping weight of the
+    checkpoint's training config), so the new checkpoint serves a ``leaf=critic`` search
+    and a further step.
+
+    Args:
+        source: A ``skyjo-rl-ppo`` checkpoint. target: Where the new one goes.
+        search: ``search(OPTIONS)`` without its base (the base is ``ppo:source``).
+        games: Self-play games of the search. seed: Seeds the deals and the agents.
+        epochs, learning_rate, anchor: The fit (`agents.ppo.imitation.clone_policy`).
+        workers, ray_address: Where the games run (`collect_expert_games`).
+
+    Returns:
+        ``{"decisions", "agreement_before", "agreement_after", "loss", "value_loss"}``.
+    """
+    import torch
+
+    from agents.ppo.checkpoint import build_policy, load_policy, read_metadata, save_checkpoint
+    from agents.ppo.imitation import clone_policy
+    from agents.ppo.policy import PPOAgent
+
+    metadata = read_metadata(source)
+    rules = SkyjoRules.from_dict(metadata["rules"])
+    played = collect_expert_games(
+        rules, teacher_spec(search, str(source)), games, seed=chunk_seed(seed, 0),
+        teacher_seed=chunk_seed(seed, 1), workers=workers, ray_address=ray_address,
+    )
+    policy = build_policy(metadata, source, trainable=True)
+    policy.load_state_dict(load_policy(source, metadata).state_dict())
+    actor = PPOAgent(policy)
+    before = agreement(actor.act(played.observations, played.masks), played.actions)
+    shaping = float((metadata.get("config") or {}).get("shaping", 0.0))
+    with torch.random.fork_rng(devices=[]):
+        fit = clone_policy(
+            policy, played.observations, played.masks, played.actions, epochs,
+            batch_size=EXPERT_BATCH_SIZE, learning_rate=learning_rate, seed=chunk_seed(seed, 2),
+            value_targets=value_targets(played, ObservationLayout(rules), shaping),
+            anchor=anchor,
+        )
+    after = agreement(actor.act(played.observations, played.masks), played.actions)
+    distilled = {"source": str(source), "search": search, "games": games, "seed": seed,
+                 "epochs": epochs, "learning_rate": learning_rate, "anchor": anchor}
+    history = [*metadata.get("distilled", []), distilled]
+    save_checkpoint(SimpleNamespace(policy=policy), target, {**metadata, "distilled": history})
+    return {"decisions": float(len(played.actions)), "agreement_before": before,
+            "agreement_after": after, "loss": fit["loss"], "value_loss": fit["value_loss"]}
+
+
 def agreement(chosen: np.ndarray, searched: np.ndarray) -> float:
     """Share of rows where ``chosen`` (int (N,)) equals ``searched`` (int (N,))."""
     return float(np.mean(np.asarray(chosen) == np.asarray(searched))) if len(chosen) else 0.0
@@ -109,6 +173,7 @@ __all__ = [
     "EXPERT_CHUNK_GAMES",
     "agreement",
     "collect_expert_games",
+    "distill_checkpoint",
     "expert_chunk",
     "teacher_spec",
     "value_targets",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -211,3 +213,25 @@ def test_train__expert_iteration_logs_to_tensorboard(tmp_path):
                 "seconds"):
         assert f"expert/{key}" in tags, sorted(tags)
     assert len(events.Scalars("expert/agreement_after")) == 1  # at 1,024 steps; not at the end
+
+
+def test_distill_checkpoint__writes_a_loadable_fitted_network(tmp_path):
+    import torch
+
+    from agents.ppo.checkpoint import load_policy, read_metadata
+    from agents.ppo.expert import distill_checkpoint
+
+    shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
+    first = tmp_path / "step1.zip"
+    stats = distill_checkpoint(shipped, first, "search(samples=2,depth=2,leaf=critic)", games=1,
+                               seed=3, learning_rate=1e-3)
+    assert stats["decisions"] > 30 and np.isfinite(stats["value_loss"])
+    before, after = load_policy(shipped).state_dict(), load_policy(first).state_dict()
+    changed = [name for name in before if not torch.equal(before[name], after[name])]
+    assert any(name.startswith("action_net") for name in changed)
+    assert any(name.startswith("value_net") for name in changed)
+    # a further step reads the new checkpoint, critic leaf included; provenance accumulates
+    second = tmp_path / "step2.zip"
+    distill_checkpoint(first, second, "search(samples=2,depth=2,leaf=critic)", games=1, seed=4)
+    history = read_metadata(second)["distilled"]
+    assert [step["source"] for step in history] == [str(shipped), str(first)]
