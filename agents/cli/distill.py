@@ -1,0 +1,118 @@
+"""Command line of ``skyjo-distill``: expert iteration on a saved network
+(`agents.ppo.expert.distill_checkpoint`, step after step)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from agents.ppo.checkpoint import CheckpointError
+from agents.ppo.config import TrainConfig
+from agents.ppo.imitation import DataWorkersError
+from agents.registry import AgentSpecError, search_settings
+
+#: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
+
+PROG = "skyjo-distill"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (defaults from `TrainConfig`'s expert-iteration fields)."""
+    defaults = TrainConfig()
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Expert iteration on a saved network: the search over it plays "
+        "self-play games, the network is fitted to the searched moves (and its critic to "
+        "the outcomes), and the result is saved; repeated --steps times, each step "
+        "searching over the previous step's network.",
+    )
+    parser.add_argument("--checkpoint", required=True, type=Path,
+                        help="the network to start from (a skyjo-rl checkpoint)")
+    parser.add_argument("--out", required=True, type=Path,
+                        help="where the last step's network goes; step k of N < last is "
+                        "written beside it as OUT_stepK.zip")
+    parser.add_argument("--steps", type=int, default=1, help="expert-iteration steps (default 1)")
+    parser.add_argument("--games", type=int, default=defaults.expert_games,
+                        help=f"self-play games per step (default {defaults.expert_games})")
+    parser.add_argument("--search", default=defaults.expert_search,
+                        help=f"search without its base (default {defaults.expert_search})")
+    parser.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    parser.add_argument("--epochs", type=int, default=defaults.expert_epochs)
+    parser.add_argument("--learning-rate", type=float, default=defaults.expert_learning_rate)
+    parser.add_argument("--anchor", type=float, default=defaults.expert_anchor,
+                        help="weight of the network's own probabilities in the targets")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="Ray workers for the games (0: in this process)")
+    parser.add_argument("--ray-address", help="Ray cluster to join (with --workers)")
+    return parser
+
+
+def _check(args: argparse.Namespace) -> None:
+    """One-line `ValueError` for a bad argument."""
+    if not args.checkpoint.is_file():
+        raise ValueError(f"--checkpoint {str(args.checkpoint)!r} is not a file")
+    for name in ("steps", "games", "epochs"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.seed < 0 or args.workers < 0:
+        raise ValueError("--seed and --workers must be >= 0")
+    if not args.learning_rate > 0:
+        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
+    if not 0 <= args.anchor < 1:
+        raise ValueError(f"--anchor must be in [0, 1), got {args.anchor}")
+    if args.ray_address is not None and args.workers == 0:
+        raise ValueError("--ray-address needs --workers >= 1")
+    if args.out.suffix != ".zip":
+        raise ValueError(f"--out {str(args.out)!r} must end in .zip")
+    search_settings(args.search)
+
+
+def step_paths(out: Path, steps: int) -> list[Path]:
+    """Where each step's network goes: ``OUT_step1.zip`` ... and ``OUT`` for the last."""
+    return [out.with_name(f"{out.stem}_step{k}.zip") for k in range(1, steps)] + [out]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (2: bad input, 130: Ctrl-C)."""
+    import torch
+
+    from agents.ppo.expert import distill_checkpoint
+    from agents.ppo.pool import derived_seed
+
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(1)
+    source = args.checkpoint
+    written: list[Path] = []
+    try:
+        _check(args)
+        for step, target in enumerate(step_paths(args.out, args.steps), start=1):
+            started = time.perf_counter()
+            print(f"step {step}/{args.steps}: {args.games} games of {args.search} over {source}",
+                  flush=True)
+            stats = distill_checkpoint(
+                source, target, args.search, args.games, seed=derived_seed(args.seed, step),
+                epochs=args.epochs, learning_rate=args.learning_rate, anchor=args.anchor,
+                workers=args.workers, ray_address=args.ray_address,
+            )
+            print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions, the network "
+                  f"played the searched move {stats['agreement_before']:.1%} before the fit, "
+                  f"{stats['agreement_after']:.1%} after; wrote {target} in "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
+            source = target
+            written.append(target)
+    except (ValueError, CheckpointError, AgentSpecError, DataWorkersError) as error:
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        done = f"the last finished step is {written[-1]}" if written else "no step finished"
+        print(f"{PROG}: interrupted; {done}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"evaluate it: python evaluate.py --agents ppo:{args.out} ev --games 2000")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""skyjo-distill: expert-iteration steps on a saved network; one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.cli.distill import main, step_paths
+from agents.ppo.checkpoint import read_metadata
+
+SHIPPED = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
+TINY = "search(samples=2,depth=2,leaf=critic)"
+
+
+def test_main__two_steps_chain_their_networks(tmp_path, capsys):
+    out = tmp_path / "distilled.zip"
+    code = main(["--checkpoint", str(SHIPPED), "--out", str(out), "--steps", "2", "--games", "1",
+                 "--search", TINY])
+    assert code == 0, capsys.readouterr().err
+    first = tmp_path / "distilled_step1.zip"
+    history = read_metadata(out)["distilled"]
+    assert [step["source"] for step in history] == [str(SHIPPED), str(first)]
+    printed = capsys.readouterr().out
+    assert "step 2/2" in printed and "played the searched move" in printed
+
+
+def test_step_paths__last_step_is_out():
+    assert step_paths(Path("a/b.zip"), 3) == [Path("a/b_step1.zip"), Path("a/b_step2.zip"),
+                                             Path("a/b.zip")]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--checkpoint", "/no/such.zip"], "--checkpoint '/no/such.zip' is not a file"),
+        (["--anchor", "1"], "--anchor must be in [0, 1), got 1.0"),
+        (["--search", "search(sample=2)"], "unknown search option 'sample'"),
+        (["--search", "ev"], "'ev' is not 'search' or 'search(OPTIONS)'"),
+        (["--games", "0"], "--games must be >= 1, got 0"),
+        (["--out", "x.pt"], "must end in .zip"),
+    ],
+)
+def test_main__bad_input_is_one_line_exit_2(tmp_path, capsys, extra, message):
+    argv = ["--checkpoint", str(SHIPPED), "--out", str(tmp_path / "o.zip"), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "o.zip").exists()
