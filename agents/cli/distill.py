@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--learning-rate", type=float, default=defaults.expert_learning_rate)
     parser.add_argument("--anchor", type=float, default=defaults.expert_anchor,
                         help="weight of the network's own probabilities in the targets")
+    parser.add_argument("--value-fit", action="store_true",
+                        help="fit the critic to the games' outcomes too (off: it spoiled "
+                        "the critic as the next step's search leaf)")
     parser.add_argument("--workers", type=int, default=0,
                         help="Ray workers for the games (0: in this process)")
     parser.add_argument("--ray-address", help="Ray cluster to join (with --workers)")
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             stats = distill_checkpoint(
                 source, target, args.search, args.games, seed=derived_seed(args.seed, step),
                 epochs=args.epochs, learning_rate=args.learning_rate, anchor=args.anchor,
-                workers=args.workers, ray_address=args.ray_address,
+                workers=args.workers, ray_address=args.ray_address, value_fit=args.value_fit,
             )
             print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions, the network "
                   f"played the searched move {stats['agreement_before']:.1%} before the fit, "

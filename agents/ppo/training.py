@@ -32,7 +32,7 @@ rollout every ``expert_interval`` learner decisions, the search over the current
 plays self-play games, and the actor is fitted to its moves and the critic to the games'
 outcomes before PPO goes on. TensorBoard gets ``expert/agreement_before`` (how often the
 policy already chose the searched move), ``expert/agreement_after`` (after the fit),
-``expert/loss``, ``expert/value_loss``,
+``expert/loss``, ``expert/value_loss`` (with ``expert_value_fit``),
 ``expert/decisions`` and ``expert/seconds``; the evaluations' win rates show whether it
 helps.
 
@@ -663,8 +663,8 @@ class Trainer:
         step with the network unchanged and the step still due (None is returned).
 
         Returns:
-            ``{"agreement_before", "agreement_after", "loss", "value_loss", "decisions",
-            "seconds"}`` (agreement: share of the searched moves the greedy policy
+            ``{"agreement_before", "agreement_after", "loss", "decisions", "seconds"}``
+            and, with ``expert_value_fit``, ``"value_loss"`` (agreement: share of the searched moves the greedy policy
             plays, before and after the fit), or None when abandoned.
         """
         import torch
@@ -709,13 +709,15 @@ class Trainer:
             config.expert_epochs, batch_size=EXPERT_BATCH_SIZE,
             learning_rate=config.expert_learning_rate,
             seed=derived_seed(config.seed, SEED_EXPERT_SHUFFLE, timesteps),
-            value_targets=value_targets(played, ObservationLayout(self.rules), config.shaping),
+            value_targets=(value_targets(played, ObservationLayout(self.rules), config.shaping)
+                           if config.expert_value_fit else None),
             anchor=config.expert_anchor,
         )
         self.freeze_actor(self.rollouts_done < self.warmup_rollouts)
         after = agreement(actor.act(played.observations, played.masks), played.actions)
         stats = {"agreement_before": before, "agreement_after": after, "loss": fit["loss"],
-                 "value_loss": fit["value_loss"], "decisions": float(len(played.actions)),
+                 **({"value_loss": fit["value_loss"]} if "value_loss" in fit else {}),
+                 "decisions": float(len(played.actions)),
                  "seconds": time.perf_counter() - started}
         self.next_expert = (timesteps // config.expert_interval + 1) * config.expert_interval
         self.expert_stats = stats

@@ -148,7 +148,7 @@ def _tiny_config(**overrides) -> TrainConfig:
         total_timesteps=2048, n_envs=16, n_steps=32, batch_size=512, imitation_games=16,
         eval_interval=0, eval_games=8, eval_opponents=["greedy"], checkpoint_interval=1024,
         expert_interval=1024, expert_games=6, expert_epochs=10, expert_search=TINY_SEARCH,
-        expert_learning_rate=3e-3,
+        expert_learning_rate=3e-3, expert_value_fit=True,
         progress=False,
     )
     values.update(overrides)
@@ -225,11 +225,17 @@ def test_distill_checkpoint__writes_a_loadable_fitted_network(tmp_path):
     first = tmp_path / "step1.zip"
     stats = distill_checkpoint(shipped, first, "search(samples=2,depth=2,leaf=critic)", games=1,
                                seed=3, learning_rate=1e-3)
-    assert stats["decisions"] > 30 and np.isfinite(stats["value_loss"])
+    assert stats["decisions"] > 30 and "value_loss" not in stats
     before, after = load_policy(shipped).state_dict(), load_policy(first).state_dict()
     changed = [name for name in before if not torch.equal(before[name], after[name])]
     assert any(name.startswith("action_net") for name in changed)
-    assert any(name.startswith("value_net") for name in changed)
+    assert not any(name.startswith("value_net") for name in changed)  # value_fit is opt-in
+    fitted = tmp_path / "with_value.zip"
+    stats = distill_checkpoint(shipped, fitted, "search(samples=2,depth=2)", games=1, seed=3,
+                               value_fit=True)
+    assert np.isfinite(stats["value_loss"])
+    after = load_policy(fitted).state_dict()
+    assert not torch.equal(before["value_net.weight"], after["value_net.weight"])
     # a further step reads the new checkpoint, critic leaf included; provenance accumulates
     second = tmp_path / "step2.zip"
     distill_checkpoint(first, second, "search(samples=2,depth=2,leaf=critic)", games=1, seed=4)
