@@ -148,8 +148,10 @@ class TrainConfig(BaseModel):
     expert_interval: int = Field(0, ge=0)
     """Learner decisions between expert-iteration steps (0 = none). Each step, the search
     ``expert_search`` over the current policy plays ``expert_games`` self-play games; the
-    actor is fitted to the searched moves and the critic to the games' outcomes, then PPO
-    continues (`agents.ppo.expert`). Searched games are slow (about a second each)."""
+    actor is fitted to the searched moves (and with ``expert_value_fit`` the critic to the
+    games' outcomes), then PPO continues (`agents.ppo.expert`). Searched games are slow
+    (the default search: about 6 s each on one core). Measured, a step over the shipped
+    2-player network gains up to 3 points against ev and a second step none (README)."""
     expert_search: str = Field(
         "search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4)", min_length=1
     )

@@ -29,8 +29,9 @@ least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the h
 
 Expert iteration (``expert_interval`` > 0, `agents.ppo.expert`): at the start of a
 rollout every ``expert_interval`` learner decisions, the search over the current policy
-plays self-play games, and the actor is fitted to its moves and the critic to the games'
-outcomes before PPO goes on. TensorBoard gets ``expert/agreement_before`` (how often the
+plays self-play games, and the actor is fitted to its moves (anchored to its own
+probabilities, ``expert_anchor``; with ``expert_value_fit`` the critic to the games'
+outcomes too) before PPO goes on. TensorBoard gets ``expert/agreement_before`` (how often the
 policy already chose the searched move), ``expert/agreement_after`` (after the fit),
 ``expert/loss``, ``expert/value_loss`` (with ``expert_value_fit``),
 ``expert/decisions`` and ``expert/seconds``; the evaluations' win rates show whether it
@@ -664,8 +665,9 @@ class Trainer:
 
         Returns:
             ``{"agreement_before", "agreement_after", "loss", "decisions", "seconds"}``
-            and, with ``expert_value_fit``, ``"value_loss"`` (agreement: share of the searched moves the greedy policy
-            plays, before and after the fit), or None when abandoned.
+            and, with ``expert_value_fit``, ``"value_loss"`` (agreement: share of the
+            searched moves the greedy policy plays, before and after the fit), or None
+            when abandoned.
         """
         import torch
 
