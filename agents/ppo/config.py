@@ -150,8 +150,8 @@ class TrainConfig(BaseModel):
     ``expert_search`` over the current policy plays ``expert_games`` self-play games; the
     actor is fitted to the searched moves (and with ``expert_value_fit`` the critic to the
     games' outcomes), then PPO continues (`agents.ppo.expert`). Searched games are slow
-    (the default search: about 6 s each on one core). Measured, a step over the shipped
-    2-player network gains up to 3 points against ev and a second step none (README)."""
+    (the default search: about 6 s each on one core). Measured over the shipped 2-player
+    network: between -0 and +3 points against ev per step, within noise (README)."""
     expert_search: str = Field(
         "search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4)", min_length=1
     )
@@ -167,7 +167,7 @@ class TrainConfig(BaseModel):
     expert_anchor: float = Field(0.5, ge=0, lt=1)
     """Weight of the policy's own action probabilities in the fit's targets, the rest on the
     searched move (`agents.ppo.imitation.clone_policy`): plain cloning (0) lost ground in
-    measurements, 0.5 gained."""
+    measurements, 0.5 did not (README)."""
     expert_value_fit: bool = False
     """Fit the critic to the search games' outcomes too. Off: measured, refitting the
     critic on a step's games spoiled it as the search's leaf value (the next step's
