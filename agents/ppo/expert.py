@@ -101,6 +101,48 @@ def value_targets(
     return played.returns - shaping * grid_potential(played.observations, layout)
 
 
+def fit_to_search(
+    policy,
+    played: RecordedGames,
+    layout: ObservationLayout,
+    epochs: int,
+    learning_rate: float,
+    anchor: float,
+    seed: int,
+    shaping: float | None = None,
+) -> dict[str, float]:
+    """Fit a policy to recorded search games; the step both expert-iteration paths share.
+
+    Args:
+        policy: A trainable ``MaskableActorCriticPolicy`` (changed in place).
+        played: The search's games (`collect_expert_games`).
+        layout: Their observation layout (for the shaping potential).
+        epochs, learning_rate, anchor, seed: The fit (`agents.ppo.imitation.clone_policy`).
+        shaping: None leaves the critic alone; a number fits it to the games' returns
+            with that shaping weight (`value_targets`).
+
+    Returns:
+        ``{"agreement_before", "agreement_after", "loss", "decisions"}`` (agreement: share
+        of the searched moves the greedy policy plays, before and after the fit), plus
+        ``"value_loss"`` when the critic is fitted.
+    """
+    from agents.ppo.imitation import clone_policy
+    from agents.ppo.policy import PPOAgent
+
+    actor = PPOAgent(policy)
+    before = agreement(actor.act(played.observations, played.masks), played.actions)
+    fit = clone_policy(
+        policy, played.observations, played.masks, played.actions, epochs,
+        batch_size=EXPERT_BATCH_SIZE, learning_rate=learning_rate, seed=seed,
+        value_targets=None if shaping is None else value_targets(played, layout, shaping),
+        anchor=anchor,
+    )
+    after = agreement(actor.act(played.observations, played.masks), played.actions)
+    return {"agreement_before": before, "agreement_after": after, "loss": fit["loss"],
+            **({"value_loss": fit["value_loss"]} if "value_loss" in fit else {}),
+            "decisions": float(len(played.actions))}
+
+
 def distill_checkpoint(
     source: str | Path,
     target: str | Path,
@@ -138,8 +180,6 @@ def distill_checkpoint(
     import torch
 
     from agents.ppo.checkpoint import build_policy, load_policy, read_metadata, save_checkpoint
-    from agents.ppo.imitation import clone_policy
-    from agents.ppo.policy import PPOAgent
 
     metadata = read_metadata(source)
     rules = SkyjoRules.from_dict(metadata["rules"])
@@ -149,25 +189,16 @@ def distill_checkpoint(
     )
     policy = build_policy(metadata, source, trainable=True)
     policy.load_state_dict(load_policy(source, metadata).state_dict())
-    actor = PPOAgent(policy)
-    before = agreement(actor.act(played.observations, played.masks), played.actions)
     shaping = float((metadata.get("config") or {}).get("shaping", 0.0))
     with torch.random.fork_rng(devices=[]):
-        fit = clone_policy(
-            policy, played.observations, played.masks, played.actions, epochs,
-            batch_size=EXPERT_BATCH_SIZE, learning_rate=learning_rate, seed=chunk_seed(seed, 2),
-            value_targets=(value_targets(played, ObservationLayout(rules), shaping)
-                           if value_fit else None),
-            anchor=anchor,
-        )
-    after = agreement(actor.act(played.observations, played.masks), played.actions)
+        stats = fit_to_search(policy, played, ObservationLayout(rules), epochs, learning_rate,
+                              anchor, chunk_seed(seed, 2), shaping if value_fit else None)
     distilled = {"source": str(source), "search": search, "games": games, "seed": seed,
                  "epochs": epochs, "learning_rate": learning_rate, "anchor": anchor,
                  "value_fit": value_fit}
     history = [*metadata.get("distilled", []), distilled]
     save_checkpoint(SimpleNamespace(policy=policy), target, {**metadata, "distilled": history})
-    return {"decisions": float(len(played.actions)), "agreement_before": before,
-            "agreement_after": after, **{k: v for k, v in fit.items() if k != "accuracy"}}
+    return stats
 
 
 def agreement(chosen: np.ndarray, searched: np.ndarray) -> float:
@@ -182,6 +213,7 @@ __all__ = [
     "collect_expert_games",
     "distill_checkpoint",
     "expert_chunk",
+    "fit_to_search",
     "teacher_spec",
     "value_targets",
 ]

@@ -672,14 +672,8 @@ class Trainer:
         import torch
 
         from agents.ppo.config import TrainConfigError
-        from agents.ppo.expert import (
-            EXPERT_BATCH_SIZE,
-            agreement,
-            collect_expert_games,
-            teacher_spec,
-            value_targets,
-        )
-        from agents.ppo.imitation import ChunksStopped, DataWorkersError, clone_policy
+        from agents.ppo.expert import collect_expert_games, fit_to_search, teacher_spec
+        from agents.ppo.imitation import ChunksStopped, DataWorkersError
 
         config = self.config
         started = time.perf_counter()
@@ -703,31 +697,23 @@ class Trainer:
             return None
         except DataWorkersError as error:
             raise TrainConfigError(str(error)) from None
-        actor = PPOAgent(self.model)
-        before = agreement(actor.act(played.observations, played.masks), played.actions)
         self.freeze_actor(False)  # a step during the value warm-up trains the actor too
-        fit = clone_policy(
-            self.model.policy, played.observations, played.masks, played.actions,
-            config.expert_epochs, batch_size=EXPERT_BATCH_SIZE,
-            learning_rate=config.expert_learning_rate,
-            seed=derived_seed(config.seed, SEED_EXPERT_SHUFFLE, timesteps),
-            value_targets=(value_targets(played, ObservationLayout(self.rules), config.shaping)
-                           if config.expert_value_fit else None),
-            anchor=config.expert_anchor,
+        stats = fit_to_search(
+            self.model.policy, played, ObservationLayout(self.rules), config.expert_epochs,
+            config.expert_learning_rate, config.expert_anchor,
+            derived_seed(config.seed, SEED_EXPERT_SHUFFLE, timesteps),
+            config.shaping if config.expert_value_fit else None,
         )
         self.freeze_actor(self.rollouts_done < self.warmup_rollouts)
-        after = agreement(actor.act(played.observations, played.masks), played.actions)
-        stats = {"agreement_before": before, "agreement_after": after, "loss": fit["loss"],
-                 **({"value_loss": fit["value_loss"]} if "value_loss" in fit else {}),
-                 "decisions": float(len(played.actions)),
-                 "seconds": time.perf_counter() - started}
+        stats["seconds"] = time.perf_counter() - started
+        before, after = stats["agreement_before"], stats["agreement_after"]
         self.next_expert = (timesteps // config.expert_interval + 1) * config.expert_interval
         self.expert_stats = stats
         if logger is not None:
             for key, value in stats.items():
                 logger.record(f"expert/{key}", value)
         self._write_progress(
-            f"[{timesteps:>10,} steps] expert iteration: {len(played.actions):,} decisions, "
+            f"[{timesteps:>10,} steps] expert iteration: {stats['decisions']:,.0f} decisions, "
             f"policy agreed with search {before:.1%} before, {after:.1%} after the fit"
             f" in {stats['seconds']:.0f} s"
         )
