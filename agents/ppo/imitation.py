@@ -423,8 +423,7 @@ def clone_policy(
         for start in range(0, len(actions), batch_size):
             rows = order[start : start + batch_size]
             features = policy.extract_features(obs_t[rows], policy.pi_features_extractor)
-            logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
-            logits = logits.masked_fill(~mask_t[rows], -1e8)
+            logits = _masked_logits(policy, features, mask_t[rows])
             loss = torch.nn.functional.cross_entropy(logits, act_t[rows])
             if prior is not None:
                 target = (1.0 - anchor) * torch.nn.functional.one_hot(
@@ -459,6 +458,12 @@ def _action_probabilities(policy, observations, masks, batch_size: int):
         for start in range(0, len(observations), batch_size):
             rows = slice(start, start + batch_size)
             features = policy.extract_features(observations[rows], policy.pi_features_extractor)
-            logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
-            parts.append(torch.softmax(logits.masked_fill(~masks[rows], -1e8), dim=1))
+            logits = _masked_logits(policy, features, masks[rows])
+            parts.append(torch.softmax(logits, dim=1))
     return torch.cat(parts)
+
+
+def _masked_logits(policy, features, masks):
+    """The actor's logits with illegal actions at sb3-contrib's -1e8: tensor (N, A)."""
+    logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+    return logits.masked_fill(~masks, -1e8)
