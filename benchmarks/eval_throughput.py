@@ -24,7 +24,7 @@ import time
 import numpy as np
 from machine_load import load_average  # the module beside this script
 
-from agents.evaluation.games import agent_seed
+from agents.evaluation.games import agent_seed, set_torch_threads
 from agents.evaluation.tournament import play_tournament
 from skyjo_env.core.rules import SkyjoRules
 
@@ -48,13 +48,10 @@ def _agents(rules: SkyjoRules, seed: int):
 
 def _agents_from_specs(specs: list[str], rules: SkyjoRules, seed: int, threads: int):
     """``(agents, label, None)`` built from agent specs, torch on ``threads`` threads."""
-    import sys
-
     from agents.registry import make_agent
 
     agents = [make_agent(spec, rules, agent_seed(seed, i)) for i, spec in enumerate(specs)]
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
+    set_torch_threads(threads)
     return agents, " vs ".join(specs), None
 
 

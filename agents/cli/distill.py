@@ -8,13 +8,11 @@ import sys
 import time
 from pathlib import Path
 
+from agents.cli import EXIT_INTERRUPTED
 from agents.ppo.checkpoint import CheckpointError
 from agents.ppo.config import TrainConfig
 from agents.ppo.imitation import DataWorkersError
 from agents.registry import AgentSpecError, search_settings
-
-#: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
-EXIT_INTERRUPTED = 130
 
 PROG = "skyjo-distill"
 

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agents.cli import EXIT_INTERRUPTED
 from agents.evaluation.distributed import (
     DEFAULT_CHUNK_DEALS,
     DistributedRunError,
@@ -37,6 +38,7 @@ from agents.evaluation.games import (
     AgentActionError,
     agent_seed,
     max_games,
+    set_torch_threads,
 )
 from agents.evaluation.report import format_table, write_reports
 from agents.evaluation.tournament import play_tournament
@@ -46,7 +48,6 @@ from skyjo_env.core.rules import MAX_PLAYERS, load_rules
 PROG = "evaluate"
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
-EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
 
 
 class UsageError(ValueError):
@@ -189,8 +190,7 @@ def _prepare(args: argparse.Namespace):
             agents.append(make_agent(spec, rules, agent_seed(args.seed, index)))
         except ValueError as error:
             raise UsageError(str(error)) from error
-    if "torch" in sys.modules:  # a ppo agent loaded it; nothing else needs it
-        sys.modules["torch"].set_num_threads(args.torch_threads)
+    set_torch_threads(args.torch_threads)
     return rules, agents
 
 

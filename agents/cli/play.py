@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from agents.cli import EXIT_INTERRUPTED
 from agents.evaluation.games import AgentActionError, act_checked, agent_label, agent_seed
 from agents.registry import make_agent
 from skyjo_env.core import (
@@ -45,7 +46,6 @@ from skyjo_env.render import render_ansi
 PROG = "skyjo-play"
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
-EXIT_INTERRUPTED = 130  # 128 + SIGINT
 
 
 class QuitGame(Exception):

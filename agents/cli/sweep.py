@@ -19,11 +19,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from agents.cli import EXIT_INTERRUPTED
 from agents.sweep.space import SweepSpaceError, load_sweep_space
 
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
-EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT (128 + 2)
 
 
 def build_parser() -> argparse.ArgumentParser:

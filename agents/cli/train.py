@@ -6,13 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from agents.cli import EXIT_INTERRUPTED
 from agents.ppo.checkpoint import CheckpointError
 from agents.ppo.config import TrainConfigError, check_agent_specs, load_train_config
 from agents.ppo.training import WarmStartInterrupted, train
 from agents.registry import AgentSpecError
-
-#: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
-EXIT_INTERRUPTED = 130
 
 DEFAULT_RUN_DIR = "runs/default"
 

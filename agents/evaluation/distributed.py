@@ -35,7 +35,6 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -52,6 +51,7 @@ from agents.evaluation.games import (
     display_names,
     play_deals,
     progress_bar,
+    set_torch_threads,
     shard_agent_seed,
 )
 from agents.evaluation.tournament import TournamentResult, tournament_result
@@ -241,8 +241,8 @@ def play_chunk(
     agents = [
         make_agent(spec, rules, shard_agent_seed(seed, chunk, i)) for i, spec in enumerate(specs)
     ]
-    if torch_threads is not None and "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(torch_threads)
+    if torch_threads is not None:
+        set_torch_threads(torch_threads)
     names = display_names([agent.name for agent in agents])
     records, _ = play_deals(
         agents,

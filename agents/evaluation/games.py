@@ -102,6 +102,16 @@ def deal_seeds(seed: int, num_deals: int) -> list[int]:
     return [int(s) for s in sequence.generate_state(num_deals, np.uint64)]
 
 
+def set_torch_threads(threads: int) -> None:
+    """Limit torch to ``threads`` intra-op threads if an agent (a ``ppo:`` one) loaded it.
+
+    Networks this small gain nothing from more threads, and two threads on two busy cores
+    slow down manyfold; torch itself is never imported here.
+    """
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
 def agent_seed(seed: int, index: int) -> int:
     """Seed of the generator of the agent at position ``index``, from the master seed."""
     sequence = np.random.SeedSequence(check_seed(seed), spawn_key=(1, int(index)))
