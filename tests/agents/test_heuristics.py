@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hidden_cards import hide_differently
 
 from agents.baselines import ev
 from agents.baselines.common import (
@@ -17,7 +18,7 @@ from agents.baselines.common import (
 from agents.baselines.heuristics import EVAgent, GreedyAgent
 from skyjo_env.core import SkyjoRules, legal_action_mask, load_rules, new_batch, reset, step
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import DISCARD_SIZE, DRAW_SIZE, HIDDEN, PHASE
+from skyjo_env.core.layout import DISCARD_SIZE, PHASE
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 from skyjo_env.protocol import RandomAgent
 
@@ -144,16 +145,6 @@ def test_choice_error__names_an_illegal_choice():
     assert "ev chose illegal action DISCARD_DRAWN (action 26) in row 0 (phase PLACE_DISCARD" in str(error)
 
 
-def _hide_differently(state, b: int, rng: np.random.Generator) -> None:
-    """Shuffle game ``b``'s face-down cards together with its draw pile (public info kept)."""
-    hidden = np.argwhere(state.slot_state[b] == HIDDEN)
-    draw = state.draw_pile[b, : state.game[b, DRAW_SIZE]]
-    cards = np.concatenate([state.grid[b][tuple(hidden.T)], draw])
-    rng.shuffle(cards)
-    state.grid[b][tuple(hidden.T)] = cards[: len(hidden)]
-    state.draw_pile[b, : state.game[b, DRAW_SIZE]] = cards[len(hidden):]
-
-
 def test_heuristics__decisions_ignore_hidden_cards():
     rules = SkyjoRules(num_players=3)
     encoder = ObservationEncoder(rules)
@@ -164,7 +155,7 @@ def test_heuristics__decisions_ignore_hidden_cards():
     def compare(state, observations, masks):
         other = state.copy()
         for b in range(state.batch_size):
-            _hide_differently(other, b, rng)
+            hide_differently(other, b, rng)
         assert other.game[:, DISCARD_SIZE].tolist() == state.game[:, DISCARD_SIZE].tolist()
         changed = (other.grid != state.grid).any() or (other.draw_pile != state.draw_pile).any()
         assert changed, "the shuffle must actually move hidden cards"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hidden_cards import hide_differently
 
 from agents.cli import evaluate
 from agents.registry import AgentSpecError, make_agent
@@ -24,7 +25,6 @@ from skyjo_env.core import (
     sample_information_set,
     step,
 )
-from skyjo_env.core.layout import DRAW_SIZE, HIDDEN
 from skyjo_env.encoding import ObservationEncoder
 
 #: Small and fast: 2 samples, short rollouts (the cut estimate is exercised too).
@@ -114,16 +114,6 @@ def test_search__legal_and_deterministic_for_a_seed():
     np.testing.assert_array_equal(first, again)
 
 
-def _hide_differently(state, b, rng):
-    """Permute game ``b``'s face-down cards and draw pile among themselves."""
-    hidden = np.argwhere(state.slot_state[b] == HIDDEN)
-    draw = state.draw_pile[b, : state.game[b, DRAW_SIZE]]
-    cards = np.concatenate([state.grid[b][tuple(hidden.T)], draw])
-    rng.shuffle(cards)
-    state.grid[b][tuple(hidden.T)] = cards[: len(hidden)]
-    state.draw_pile[b, : state.game[b, DRAW_SIZE]] = cards[len(hidden):]
-
-
 @pytest.mark.parametrize(
     "spec", [None, "search(samples=2,depth=2,leaf=critic,top_actions=3):ppo:models/ppo_2p.zip"],
     ids=["margin-over-ev", "critic-over-ppo"],
@@ -147,7 +137,7 @@ def test_search__decisions_ignore_hidden_cards(spec):
         observations = encoder.encode(state, state.current_player)
         other = state.copy()
         for b in range(state.batch_size):
-            _hide_differently(other, b, rng)
+            hide_differently(other, b, rng)
         assert (other.grid != state.grid).any() or (other.draw_pile != state.draw_pile).any()
         shuffled = encoder.encode(other, other.current_player)
         np.testing.assert_array_equal(shuffled[running], observations[running])
