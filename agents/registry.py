@@ -236,6 +236,17 @@ def search_settings(prefix: str):
     Raises:
         AgentSpecError: Not ``search``/``search(OPTIONS)``, or a bad option.
     """
+    return _search_settings(search_options_text(prefix), prefix)
+
+
+def search_options_text(prefix: str) -> str:
+    """The ``OPTIONS`` of ``search(OPTIONS)`` (``""`` for ``search``), its form checked and
+    its options not parsed.
+
+    Raises:
+        AgentSpecError: Not ``search`` or ``search(OPTIONS)`` (a base agent included, or
+            no closing parenthesis).
+    """
     if not prefix.startswith("search"):
         raise AgentSpecError(f"{prefix!r} is not 'search' or 'search(OPTIONS)'")
     options_text, rest = _split_search(prefix)
@@ -243,7 +254,7 @@ def search_settings(prefix: str):
         raise AgentSpecError(
             f"{prefix!r}: expected 'search' or 'search(OPTIONS)' without a base agent"
         )
-    return _search_settings(options_text, prefix)
+    return options_text
 
 
 def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:

@@ -25,7 +25,12 @@ from pydantic import (
     model_validator,
 )
 
-from agents.registry import AgentSpecError, make_agent, search_settings
+from agents.registry import (
+    AgentSpecError,
+    make_agent,
+    search_options_text,
+    search_settings,
+)
 from skyjo_env.core.rules import SkyjoRules, available_presets, load_rules, read_yaml_mapping
 
 OpponentKind = Literal["random", "greedy", "ev", "self"]
@@ -234,12 +239,13 @@ class TrainConfig(BaseModel):
                 f"config key 'batch_size': got {_show(self.batch_size)}, expected at most "
                 f"n_envs * n_steps = {self.n_envs} * {self.n_steps} = {rollout}"
             )
-        search = self.expert_search
-        if search != "search" and not (search.startswith("search(") and search.endswith(")")):
+        try:
+            search_options_text(self.expert_search)  # its options: check_agent_specs
+        except AgentSpecError:
             raise TrainConfigError(
-                f"config key 'expert_search': got {_show(search)}, expected "
+                f"config key 'expert_search': got {_show(self.expert_search)}, expected "
                 f"{_ALLOWED['expert_search']}"
-            )
+            ) from None
         if self.ray_address is not None and self.data_workers == 0:
             # a cluster address with in-process generation would be silently ignored
             raise TrainConfigError(
