@@ -22,7 +22,8 @@ spec                            agent
                                 ``max_rollout_games`` (int), ``confidence_z`` (number),
                                 ``leaf`` (``margin`` or ``critic``: the value head of a
                                 ``ppo:PATH`` base), ``top_actions`` (int, try only the
-                                base policy's most probable actions; ``ppo:PATH`` base);
+                                base policy's most probable actions; ``ppo:PATH`` base),
+                                ``verify_samples`` (int, retest a switch on fresh samples);
                                 e.g.
                                 ``search(samples=16,depth=40):ev``
 ==============================  ===============================================================
@@ -65,6 +66,7 @@ SEARCH_OPTIONS: dict[str, type] = {
     "confidence_z": float,
     "leaf": str,
     "top_actions": int,
+    "verify_samples": int,
 }
 
 

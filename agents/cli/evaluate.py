@@ -29,6 +29,7 @@ from pathlib import Path
 from agents.cli import EXIT_INTERRUPTED
 from agents.evaluation.distributed import (
     DEFAULT_CHUNK_DEALS,
+    MIN_CHUNKS,
     DistributedRunError,
     DistributedSetupError,
     evaluate_agents_distributed,
@@ -126,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--chunk-deals",
         type=int,
         metavar="D",
-        help=f"deal groups per Ray task (default {DEFAULT_CHUNK_DEALS}); it fixes the "
-        "random agents' streams, so keep it to reproduce a report",
+        help=f"deal groups per Ray task (default: the deals in {MIN_CHUNKS} chunks of at "
+        f"most {DEFAULT_CHUNK_DEALS}); it fixes the random agents' streams, so keep it to "
+        "reproduce a report",
     )
     return parser
 
@@ -236,7 +238,7 @@ def _run(args: argparse.Namespace) -> int:
                 args.seed,
                 workers=args.workers,
                 address=args.ray_address,
-                chunk_deals=args.chunk_deals or DEFAULT_CHUNK_DEALS,
+                chunk_deals=args.chunk_deals,
                 progress=progress,
                 ratings=not args.no_ratings,
             )

@@ -5,7 +5,9 @@ Design:
 
 * **Fixed chunks, so the worker count changes nothing.** The deal groups of a tournament
   are cut into chunks of ``chunk_deals`` consecutive groups (default
-  `DEFAULT_CHUNK_DEALS`; the size never depends on the number of workers). Each chunk is
+  `default_chunk_deals`: the deals in `MIN_CHUNKS` chunks of at most `DEFAULT_CHUNK_DEALS`
+  groups, so that a small tournament of a slow agent still keeps every worker busy; the
+  size never depends on the number of workers). Each chunk is
   one Ray task that builds the agents from their specs, seeded with
   ``shard_agent_seed(seed, chunk, i)`` (``SeedSequence(seed, spawn_key=(2, chunk, i))``),
   and plays every rotation of its deal groups in the batched engine
@@ -61,6 +63,11 @@ from skyjo_env.core.rules import SkyjoRules
 #: batched engine to run near full speed, small enough to spread over a few workers.
 DEFAULT_CHUNK_DEALS = 256
 
+#: Fewest chunks a tournament is cut into by default (a deal group per chunk at least):
+#: 400 two-player games of a search agent (2 s a game) were one chunk of 256 deal groups,
+#: so ``--workers 2`` ran them on one worker.
+MIN_CHUNKS = 16
+
 #: Seconds to wait for a cluster address to accept a connection before giving up (Ray
 #: itself retries a wrong address for minutes).
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -106,6 +113,12 @@ def check_chunk_deals(chunk_deals: Any) -> int:
     ):
         raise DistributedSetupError(f"chunk_deals must be an int >= 1, got {chunk_deals!r}")
     return int(chunk_deals)
+
+
+def default_chunk_deals(num_deals: int) -> int:
+    """Deal groups per chunk when none is given: ``num_deals`` split into `MIN_CHUNKS`
+    chunks, at most `DEFAULT_CHUNK_DEALS` and at least 1 per chunk."""
+    return max(1, min(DEFAULT_CHUNK_DEALS, -(-num_deals // MIN_CHUNKS)))
 
 
 def chunk_ranges(num_deals: int, chunk_deals: int) -> list[range]:
@@ -294,7 +307,7 @@ def play_sharded(
     seed: int,
     *,
     workers: int | None = None,
-    chunk_deals: int = DEFAULT_CHUNK_DEALS,
+    chunk_deals: int | None = None,
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
 ) -> tuple[GameRecords, list[str], float]:
@@ -308,7 +321,7 @@ def play_sharded(
         seed: Master seed.
         workers: Most chunks running at once (None: as many as Ray schedules).
         chunk_deals: Deal groups per chunk (fixes the agents' random streams; see the
-            module docstring).
+            module docstring); None: `default_chunk_deals`.
         progress: Progress bar over the games, advanced as chunks finish; None = only on a
             terminal.
         max_batch: Most games one task steps together.
@@ -326,6 +339,8 @@ def play_sharded(
         raise ValueError(f"{len(specs)} specs for {players} seats; give one spec per seat")
     seed = check_seed(seed)
     num_deals = -(-check_games(games, players) // players)
+    if chunk_deals is None:
+        chunk_deals = default_chunk_deals(num_deals)
     chunks = chunk_ranges(num_deals, check_chunk_deals(chunk_deals))
     limit = check_workers(workers) or len(chunks)
     ray = import_ray()
@@ -364,7 +379,7 @@ def evaluate_agents_distributed(
     *,
     workers: int | None = None,
     address: str | None = None,
-    chunk_deals: int = DEFAULT_CHUNK_DEALS,
+    chunk_deals: int | None = None,
     progress: bool | None = None,
     ratings: bool = True,
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
@@ -381,7 +396,7 @@ def evaluate_agents_distributed(
             in any case the most chunks running at once.
         address: ``HOST:PORT`` of an existing Ray cluster (None: a local Ray). Unused when
             Ray is already initialised in this process.
-        chunk_deals: Deal groups per task.
+        chunk_deals: Deal groups per task (None: `default_chunk_deals`).
         progress: Progress bar; None = only on a terminal.
         ratings: Compute OpenSkill ratings.
         connect_timeout_s: How long ``address`` may take to accept a connection.
@@ -397,7 +412,8 @@ def evaluate_agents_distributed(
     """
     check_seed(seed)
     check_workers(workers)
-    check_chunk_deals(chunk_deals)
+    if chunk_deals is not None:
+        check_chunk_deals(chunk_deals)
     rules = rules.replace(num_players=len(specs)) if rules.num_players != len(specs) else rules
     check_games(games, rules.num_players)
     with ray_session(workers, address, connect_timeout_s=connect_timeout_s):

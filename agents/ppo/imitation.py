@@ -217,6 +217,7 @@ def collect_chunked_demonstrations(
     workers: int = 0,
     ray_address: str | None = None,
     chunk_games: int = DEMONSTRATION_CHUNK_GAMES,
+    on_chunk_done: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every decision of ``games`` teacher self-play games, chunk by chunk (`demonstration_chunk`).
 
@@ -232,6 +233,7 @@ def collect_chunked_demonstrations(
         ray_address: Ray cluster to join (``"auto"``, ``"ray://host:10001"``); None starts a
             local Ray with ``workers`` CPUs when none is running.
         chunk_games: Games per chunk (changes the data; keep the default).
+        on_chunk_done: Called with a chunk's game count as each chunk ends (progress).
 
     Returns:
         ``(observations float32 (N, O), masks bool (N, A), actions int64 (N,))``, chunks
@@ -244,7 +246,8 @@ def collect_chunked_demonstrations(
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"games={games!r} is invalid: allowed an int >= 1")
     task = partial(demonstration_chunk, rules, teacher_spec, seed, teacher_seed)
-    parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address)
+    parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address,
+                       on_chunk_done=on_chunk_done)
     return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
@@ -258,6 +261,7 @@ def run_chunks(
     workers: int = 0,
     ray_address: str | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_chunk_done: Callable[[int], None] | None = None,
 ) -> list[ChunkResult]:
     """``[task(chunk, sizes[chunk]) for every chunk]``, here or as Ray tasks, in chunk order.
 
@@ -271,6 +275,8 @@ def run_chunks(
         ray_address: See `collect_chunked_demonstrations`.
         should_stop: Asked before each chunk starts (and, on Ray, after each one ends);
             True abandons the work (e.g. a polite stop of a training run).
+        on_chunk_done: Called with ``sizes[chunk]`` as each chunk ends, in the order they
+            end (for a progress bar).
 
     Raises:
         ChunksStopped: ``should_stop`` answered True.
@@ -280,19 +286,21 @@ def run_chunks(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise ValueError(f"workers={workers!r} is invalid: allowed an int >= 0")
     stop = should_stop or (lambda: False)
+    done = on_chunk_done or (lambda size: None)
     if workers == 0:
         results = []
         for chunk, size in enumerate(sizes):
             if stop():
                 raise ChunksStopped
             results.append(task(chunk, size))
+            done(size)
         return results
     _import_ray(workers)  # its own message names the config key
     from agents.evaluation.distributed import DistributedSetupError, ray_session
 
     try:
         with ray_session(workers, ray_address) as ray:
-            return _run_on_ray(ray, task, sizes, workers, stop)
+            return _run_on_ray(ray, task, sizes, workers, stop, done)
     except DistributedSetupError as error:  # Ray could not start or connect
         raise DataWorkersError(f"data_workers={workers}: {error}") from None
 
@@ -303,6 +311,7 @@ def _run_on_ray(
     sizes: Sequence[int],
     workers: int,
     stop: Callable[[], bool],
+    done: Callable[[int], None],
 ) -> list[ChunkResult]:
     """`run_chunks` on a running Ray: at most ``workers`` tasks at once, results in order."""
     remote = ray.remote(_call_task)  # ray.remote takes functions, not partials
@@ -311,12 +320,12 @@ def _run_on_ray(
     running: dict[Any, int] = {}
     for chunk, size in enumerate(sizes):
         if len(running) >= workers:  # at most `workers` at once, even on a big cluster
-            _collect_one(ray, running, results)
+            done(sizes[_collect_one(ray, running, results)])
         if stop():
             _cancel(ray, running)
         running[remote.remote(shared_task, chunk, size)] = chunk
     while running:
-        _collect_one(ray, running, results)
+        done(sizes[_collect_one(ray, running, results)])
         if stop():
             _cancel(ray, running)
     return [results[chunk] for chunk in range(len(sizes))]
@@ -333,9 +342,12 @@ def _cancel(ray: Any, running: dict[Any, int]) -> None:
     raise ChunksStopped
 
 
-def _collect_one(ray: Any, running: dict[Any, int], results: dict[int, Any]) -> None:
-    (done,), _ = ray.wait(list(running), num_returns=1)
-    results[running.pop(done)] = ray.get(done)
+def _collect_one(ray: Any, running: dict[Any, int], results: dict[int, Any]) -> int:
+    """Wait for one running task, store its result; the index of its chunk."""
+    (finished,), _ = ray.wait(list(running), num_returns=1)
+    chunk = running.pop(finished)
+    results[chunk] = ray.get(finished)
+    return chunk
 
 
 def _import_ray(workers: int) -> Any:

@@ -624,6 +624,7 @@ class Trainer:
 
         config = self.config
         started = time.perf_counter()
+        bar = self._warm_start_bar()
         # deals and teachers seeded per chunk (a teacher per chunk): the same data for any
         # data_workers
         try:
@@ -632,9 +633,17 @@ class Trainer:
                 derived_seed(config.seed, SEED_IMITATION_DATA),
                 derived_seed(config.seed, SEED_IMITATION_TEACHER),
                 workers=config.data_workers, ray_address=config.ray_address,
+                on_chunk_done=bar.update if bar is not None else None,
             )
         except DataWorkersError as error:  # Ray missing, or it cannot start or connect
             raise TrainConfigError(str(error)) from None  # the message names data_workers
+        finally:
+            if bar is not None:
+                bar.close()
+        if config.progress:
+            epochs = config.imitation_epochs
+            print(f"warm start: cloning {config.imitation_teacher} on {len(actions):,} "
+                  f"decisions ({epochs} epoch{'' if epochs == 1 else 's'})", flush=True)
         stats = clone_policy(
             self.model.policy, observations, masks, actions, config.imitation_epochs,
             seed=derived_seed(config.seed, SEED_IMITATION_SHUFFLE),
@@ -649,6 +658,16 @@ class Trainer:
                 f"({stats['accuracy']:.1%} agreement) in {stats['seconds']:.0f} s"
             )
         return stats
+
+    def _warm_start_bar(self):
+        """A progress bar over the warm start's teacher games (None without progress):
+        they take the better part of a minute before training shows anything."""
+        if not self.config.progress:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=self.config.imitation_games, unit="game", dynamic_ncols=True,
+                    desc=f"warm start: {self.config.imitation_teacher} games")
 
     # expert iteration
     def due_for_expert(self, timesteps: int) -> bool:

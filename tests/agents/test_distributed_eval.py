@@ -16,6 +16,7 @@ from agents.cli.evaluate import main
 from agents.evaluation.distributed import (
     DistributedSetupError,
     chunk_ranges,
+    default_chunk_deals,
     evaluate_agents_distributed,
     play_chunk,
     ray_session,
@@ -74,6 +75,13 @@ def _report(result) -> dict:
 def _assert_same_records(first: GameRecords, second: GameRecords) -> None:
     for name in GameRecords.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(first, name), getattr(second, name), err_msg=name)
+
+
+def test_default_chunk_deals__small_tournaments_are_split_for_every_worker():
+    assert default_chunk_deals(200) == 13  # 400 two-player games: 16 chunks, not one
+    assert len(chunk_ranges(200, default_chunk_deals(200))) == 16
+    assert default_chunk_deals(5) == 1
+    assert default_chunk_deals(5000) == 256  # big tournaments keep big batches
 
 
 def test_chunk_ranges__cover_every_deal_once_in_order():

@@ -74,3 +74,20 @@ def test_clone_policy__anchor_keeps_the_policy_closer_to_itself():
     assert moved[0.9] < 0.6 * moved[0.0], moved
     with pytest.raises(ValueError, match="anchor=1.0 is invalid"):
         clone_policy(model.policy, observations, masks, actions, epochs=1, anchor=1.0)
+
+
+def test_trainer_warm_start__shows_its_games_and_cloning_as_they_run(tmp_path, capsys):
+    from agents.ppo.config import TrainConfig
+    from agents.ppo.training import Trainer
+
+    config = TrainConfig(n_envs=8, n_steps=32, batch_size=256, imitation_games=80,
+                         imitation_epochs=1, eval_interval=0, progress=True)
+    trainer = Trainer(config, tmp_path / "run")
+    trainer.build_env()
+    trainer.model = trainer.build_model()
+    trainer.warm_start()
+    captured = capsys.readouterr()
+    # a bar over the teacher's games (tqdm writes to stderr), finished before cloning
+    assert "warm start: ev games" in captured.err and "80/80" in captured.err, captured.err
+    assert "warm start: cloning ev on" in captured.out and "(1 epoch)" in captured.out
+    assert "agreement" in captured.out

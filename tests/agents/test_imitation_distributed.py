@@ -60,6 +60,15 @@ def test_collect_chunked_demonstrations__same_arrays_with_0_1_and_2_workers(loca
     assert local_ray.is_initialized()  # a Ray it did not start is left running
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_collect_chunked_demonstrations__reports_each_chunk_as_it_ends(workers, request):
+    if workers:
+        request.getfixturevalue("local_ray")
+    ended = []
+    collect_chunked_demonstrations(**TINY, workers=workers, on_chunk_done=ended.append)
+    assert sorted(ended) == [1, 2, 2]  # every chunk once, with its game count
+
+
 def test_collect_chunked_demonstrations__chunk_is_a_seeded_unit():
     # the first chunk is exactly the plain collector on the chunk's own seeds, and another
     # root seed gives other games

@@ -25,6 +25,7 @@ from skyjo_env.core import (
     sample_information_set,
     step,
 )
+from skyjo_env.core.actions import Phase
 from skyjo_env.encoding import ObservationEncoder
 
 #: Small and fast: 2 samples, short rollouts (the cut estimate is exercised too).
@@ -160,6 +161,8 @@ def test_make_agent__search_specs():
     tuned = make_agent("search(samples=3, depth=20,budget_ms=2.5,confidence_z=0):greedy", rules, 1)
     assert tuned.options == SearchOptions(samples=3, depth=20, budget_ms=2.5, confidence_z=0.0)
     assert tuned.base.name == "greedy"
+    verified = make_agent("search(samples=3,verify_samples=8):ev", rules, 1)
+    assert verified.options == SearchOptions(samples=3, verify_samples=8)
     nested = make_agent("search(samples=1):search(samples=1,depth=2):random", rules, 2)
     assert nested.base.base.name == "random"
 
@@ -183,6 +186,7 @@ def test_make_agent__search_specs():
         ("search(leaf=critic):ev", "leaf=critic needs a 'ppo:PATH' base agent"),
         ("search(top_actions=1):ev", "top_actions must be an int >= 2, got 1"),
         ("search(top_actions=3):greedy", "top_actions needs a 'ppo:PATH' base agent"),
+        ("search(verify_samples=-1):ev", "verify_samples must be an int >= 0, got -1"),
     ],
 )
 def test_make_agent__bad_search_specs_are_one_line_errors(spec, words):
@@ -293,6 +297,42 @@ class _SpyValue:
     def __call__(self, state, round_ended):
         self.cut_seats.append(state.current_player[~round_ended])
         return np.zeros(state.batch_size)
+
+
+class _NoiseValue:
+    """Pure noise: no action is better than another, so every switch is a false one."""
+
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+        self.batch_sizes = []
+
+    def __call__(self, state, round_ended):
+        self.batch_sizes.append(state.batch_size)
+        return self.rng.normal(size=state.batch_size)
+
+
+def test_search__verify_samples_retests_switches_on_fresh_samples_of_two_actions():
+    rules = SkyjoRules()
+    observations, masks = _observations_of_played_games(rules, games=2, seed=3, every=7)
+    phases = ObservationEncoder(rules).decode(observations)["phase"]
+    keep = (masks.sum(axis=1) > 1) & (phases != Phase.INITIAL_REVEAL)  # the searched rows
+    observations, masks = observations[keep][:60], masks[keep][:60]
+    base = make_agent("ev", rules, 0)
+    base_actions = base.act(observations, masks)
+    first_only = SearchAgent(base, rules, seed=4, value_fn=_NoiseValue(),
+                             options=SearchOptions(samples=4, depth=1, confidence_z=0))
+    switched = first_only.act(observations, masks) != base_actions
+    noise = _NoiseValue()
+    verified = SearchAgent(base, rules, seed=4, value_fn=noise,
+                           options=SearchOptions(samples=4, depth=1, confidence_z=0,
+                                                 verify_samples=6))
+    kept = verified.act(observations, masks) != base_actions
+    # the same first stage (same seed), then only its switches are retested: the base
+    # action and the challenger, on 6 fresh samples each
+    assert noise.batch_sizes == [4 * int(masks.sum()), 2 * 6 * int(switched.sum())]
+    assert not (kept & ~switched).any()
+    # noise beats the base on fresh samples about half the time, not every time
+    assert 0 < kept.sum() < 0.8 * switched.sum()
 
 
 def test_search__own_turn_leaves_are_cut_where_seat_0_acts():
