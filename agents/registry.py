@@ -15,6 +15,9 @@ spec                            agent
 ``search:BASE``                 `agents.search.SearchAgent`: decision-time rollouts of the
                                 agent ``BASE`` (any spec, e.g. ``search:ev``,
                                 ``search:ppo:models/ppo_2p.zip``), default settings
+                                (`agents.search.SearchOptions`); over a ``ppo:PATH`` base
+                                the measured best, `agents.search.PPO_SEARCH` (its critic
+                                leaf, top 4 actions, switches retested)
 ``search(OPTIONS):BASE``        the same with ``OPTIONS`` = comma-separated ``key=value``
                                 pairs, no spaces needed: ``samples`` (int, sampled games per
                                 decision), ``depth`` (int, most rollout decisions),
@@ -25,7 +28,8 @@ spec                            agent
                                 base policy's most probable actions; ``ppo:PATH`` base),
                                 ``verify_samples`` (int, retest a switch on fresh samples);
                                 e.g.
-                                ``search(samples=16,depth=40):ev``
+                                ``search(samples=16,depth=40):ev``; unnamed options
+                                take `SearchOptions` defaults, whatever the base
 ==============================  ===============================================================
 
 ``search`` is reserved: ``search:NAME`` never imports a module called ``search``.
@@ -272,6 +276,8 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     # the base agent gets its own seed, spawned from the search agent's
     base_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
     base_spec = rest[1:].strip()
+    if spec.startswith("search:") and base_spec.startswith("ppo:"):
+        settings = search.PPO_SEARCH  # no options over a network: its measured best
     base = make_agent(base_spec, rules, base_seed)
     value_fn = prior_fn = None
     if settings.leaf == "critic" or settings.top_actions is not None:

@@ -7,6 +7,7 @@ priors (``top_actions``).
 """
 
 from agents.search.agent import (
+    PPO_SEARCH,
     RoundMarginValue,
     SearchAgent,
     SearchOptionError,
@@ -17,6 +18,7 @@ from agents.search.observed import ObservationMismatchError, state_from_observat
 from agents.search.values import CriticValue, CriticValueError, PolicyPrior
 
 __all__ = [
+    "PPO_SEARCH",
     "CriticValue",
     "CriticValueError",
     "ObservationMismatchError",

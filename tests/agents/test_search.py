@@ -382,3 +382,15 @@ def test_make_agent__critic_leaf_over_a_shipped_model():
     observations, masks = _observations_of_played_games(SkyjoRules(), games=1, seed=2, every=13)
     actions = agent.act(observations[:6], masks[:6])
     assert masks[np.arange(6), actions].all()
+
+
+def test_make_agent__plain_search_over_a_network_uses_its_measured_setting():
+    from agents.search import PPO_SEARCH
+    from agents.search.values import CriticValue
+
+    agent = make_agent(f"search:ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert agent.options == PPO_SEARCH and PPO_SEARCH.leaf == "critic"
+    assert PPO_SEARCH.verify_samples > 0 and isinstance(agent.value_fn, CriticValue)
+    # named options start from the plain defaults, whatever the base
+    named = make_agent(f"search(samples=2):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert named.options == SearchOptions(samples=2)
