@@ -9,7 +9,9 @@ sweep ends with a summary table, ``SWEEP_DIR/summary.json`` and
 ``SWEEP_DIR/best_config.yaml`` (for ``train.py --config``); see `agents.sweep.runner`.
 A bad space file, unknown config key, bad distribution, count or used sweep directory ends
 it with a one-line message and exit status 2 before any trial; Ctrl-C prints the summary of
-the finished trials and exits 130; a sweep where no trial completed exits 1. Needs the
+the finished trials and exits 130, and ``--resume`` (same ``--space``, ``--sweep-dir`` and
+``--seed``) continues the sweep up to ``--trials`` trials in all; a sweep where no trial
+completed exits 1. Needs the
 ``distributed`` extra (optuna, and ray for ``--workers`` above 1).
 """
 
@@ -40,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0,
                         help="sampler seed, and root of the trials' seeds (default 0)")
     parser.add_argument("--ray-address", help="run on this existing Ray cluster instead")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the stopped sweep in --sweep-dir (same --space and "
+                        "--seed) until it holds --trials trials in all")
     return parser
 
 
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep_dir = Path(args.sweep_dir or Path("sweeps") / Path(args.space).stem)
     try:
         result = run_sweep(space, sweep_dir, args.trials, workers=args.workers, seed=args.seed,
-                           ray_address=args.ray_address)
+                           ray_address=args.ray_address, resume=args.resume)
     except SweepError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE

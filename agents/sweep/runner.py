@@ -30,6 +30,11 @@ stops) and the trial is recorded as pruned with its last score.
 A sweep is reproducible given the same trial results: the sampler is seeded from the sweep
 seed, and trial ``n`` trains with seed ``SeedSequence([sweep seed, n])`` (unless ``seed``
 is swept). With parallel workers, which results are known at each ask depends on timing.
+
+Resume (``run_sweep(..., resume=True)``, ``skyjo-sweep --resume``): the journal holds every
+trial asked for; a stopped sweep's study is loaded from it, trials that were still running
+are told failed and recorded as interrupted, and the sweep asks for new trials until the
+total is reached (`_resumed_study`).
 """
 
 from __future__ import annotations
@@ -317,41 +322,47 @@ def run_sweep(
     seed: int = 0,
     ray_address: str | None = None,
     log: Callable[[str], None] = print,
+    resume: bool = False,
 ) -> SweepResult:
     """Run ``trials`` trials of ``space``, ``workers`` at a time; write the summary.
 
     A trial that raises is recorded as failed with its one-line error and the sweep goes
     on. Ctrl-C (or a trial stopped by a signal) ends the sweep: running trials are
     recorded as interrupted, the summary of the others is written, and the result says
-    ``interrupted``.
+    ``interrupted``. ``resume`` continues such a sweep (`_resumed_study`).
 
     Args:
         space: the checked space (`agents.sweep.space.load_sweep_space`).
-        sweep_dir: a new or empty directory.
-        trials: trials to run (>= 1).
+        sweep_dir: a new or empty directory (with ``resume``: the sweep's directory).
+        trials: trials to run (>= 1); with ``resume``, in all, the earlier ones included.
         workers: trials at a time; above 1 they run on Ray.
         seed: the sampler's seed, and the root of the trials' seeds.
         ray_address: an existing Ray cluster to run on (then Ray even with one worker).
         log: where one line per finished trial goes.
 
     Raises:
-        SweepError: bad ``trials``, ``workers`` or ``seed``, or ``sweep_dir`` holds a sweep.
+        SweepError: bad ``trials``, ``workers`` or ``seed``, or ``sweep_dir`` holds a sweep;
+            with ``resume``: no sweep there, or one of another space file or seed.
     """
     for name, value, low in (("trials", trials, 1), ("workers", workers, 1), ("seed", seed, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise SweepError(f"{name}: got {value!r}, expected an integer >= {low}")
     sweep_dir = Path(sweep_dir)
-    if (sweep_dir / JOURNAL).exists() or (sweep_dir / SUMMARY).exists():
-        raise SweepError(f"sweep directory {str(sweep_dir)!r} already holds a sweep; choose "
-                         "another --sweep-dir")
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(space.path, sweep_dir / "space.yaml")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(
-        study_name=STUDY_NAME, storage=_storage(sweep_dir / JOURNAL),
-        direction=space.direction, pruner=build_pruner(space.pruner),
-        sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True),
-    )
+    if resume:
+        study, records = _resumed_study(space, sweep_dir, seed, log)
+    else:
+        if (sweep_dir / JOURNAL).exists() or (sweep_dir / SUMMARY).exists():
+            raise SweepError(f"sweep directory {str(sweep_dir)!r} already holds a sweep; "
+                             "choose another --sweep-dir, or continue it with --resume")
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(space.path, sweep_dir / "space.yaml")
+        study = optuna.create_study(
+            study_name=STUDY_NAME, storage=_storage(sweep_dir / JOURNAL),
+            direction=space.direction, pruner=build_pruner(space.pruner),
+            sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True),
+        )
+        records = []
     distributions = {param.name: param.distribution() for param in space.params}
     if workers == 1 and ray_address is None:
         executor = _InProcess(space.metric)
@@ -359,8 +370,7 @@ def run_sweep(
         executor = _OnRay(workers, ray_address, {
             "journal": str(sweep_dir / JOURNAL), "pruner": space.pruner, "metric": space.metric,
         })
-    records: list[TrialRecord] = []
-    asked, stopping = 0, False
+    asked, stopping = len(records), False
     try:
         while True:
             while asked < trials and not stopping and executor.has_room():
@@ -389,6 +399,68 @@ def run_sweep(
     finally:
         executor.close()
     return _write_summary(sweep_dir, space, records, seed, trials, workers, stopping)
+
+
+def _resumed_study(space: SweepSpace, sweep_dir: Path, seed: int,
+                   log: Callable[[str], None]) -> tuple[Any, list[TrialRecord]]:
+    """The study of a stopped sweep and its trials so far, checked against this call.
+
+    The journal is the truth: a trial it holds that the summary lacks (the sweep died
+    between the two writes) is recorded from the journal, and a trial still running there
+    (its process is gone) is told failed and recorded as interrupted; it is not rerun,
+    new trials take new numbers. The sampler is seeded from ``seed`` and the number of
+    trials so far, so it does not replay the first trials' random draws.
+
+    Raises:
+        SweepError: no sweep in ``sweep_dir``, or one started with another space file or
+            seed.
+    """
+    journal, summary_path = sweep_dir / JOURNAL, sweep_dir / SUMMARY
+    if not journal.is_file():
+        raise SweepError(f"--resume: sweep directory {str(sweep_dir)!r} holds no sweep "
+                         f"({JOURNAL} is missing); start one without --resume")
+    saved_space = sweep_dir / "space.yaml"
+    if not saved_space.is_file() or saved_space.read_bytes() != Path(space.path).read_bytes():
+        raise SweepError(f"--resume: {str(space.path)!r} is not the space file the sweep in "
+                         f"{str(sweep_dir)!r} was started with; resume with --space "
+                         f"{saved_space}")
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    if summary.get("seed", seed) != seed:
+        raise SweepError(f"--resume: the sweep in {str(sweep_dir)!r} was started with --seed "
+                         f"{summary['seed']}, not {seed}")
+    storage = _storage(journal)
+    done = len(optuna.load_study(study_name=STUDY_NAME, storage=storage).trials)
+    sampler_seed = int(np.random.SeedSequence([seed, done, 1]).generate_state(1)[0])
+    study = optuna.load_study(
+        study_name=STUDY_NAME, storage=storage, pruner=build_pruner(space.pruner),
+        sampler=optuna.samplers.TPESampler(seed=sampler_seed, constant_liar=True),
+    )
+    saved = {record["number"]: TrialRecord(**record) for record in summary.get("trials", [])}
+    unfinished = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+    records = []
+    for trial in study.get_trials(deepcopy=False):
+        record = saved.get(trial.number)
+        if record is None or (record.state == "running" and trial.state not in unfinished):
+            record = _record_from_journal(space, trial, sweep_dir, seed)
+        if trial.state in unfinished:
+            study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+            record.state = INTERRUPTED
+            record.error = "interrupted: the sweep stopped while it ran"
+        records.append(record)
+    log(f"resuming the sweep in {sweep_dir}: {len(records)} trials so far")
+    return study, records
+
+
+def _record_from_journal(space: SweepSpace, trial, sweep_dir: Path, seed: int) -> TrialRecord:
+    """The record of a journal trial the summary does not list."""
+    state = {optuna.trial.TrialState.COMPLETE: COMPLETE,
+             optuna.trial.TrialState.PRUNED: PRUNED}.get(trial.state, INTERRUPTED)
+    params = {param.name: param.decode(trial.params[param.name])
+              for param in space.params if param.name in trial.params}
+    return TrialRecord(number=trial.number, state=state, params=params,
+                       seed=params.get("seed", trial_seed(seed, trial.number)),
+                       run_dir=str(sweep_dir / f"trial_{trial.number:04d}"),
+                       score=trial.value if state == COMPLETE else None)
 
 
 def _new_trial(study, distributions, space: SweepSpace, sweep_dir: Path, seed: int) -> _Job:

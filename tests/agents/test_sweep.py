@@ -259,25 +259,80 @@ def test_sweep__invalid_sampled_combination_fails_that_trial(tmp_path, monkeypat
     assert trial["state"] == "failed" and "batch_size" in trial["error"]
 
 
-def test_sweep_cli__ctrl_c_prints_finished_trials_and_exits_130(tmp_path, monkeypatch, capsys):
+def _fake_trials(monkeypatch, interrupt_at: int | None = None) -> list[str]:
+    """Trials that complete at once (score 0.5), Ctrl-C at call ``interrupt_at``."""
     import agents.sweep.runner as runner
 
     calls = []
 
     def fake_trial(trial, config, run_dir, metric):
         calls.append(run_dir)
-        if len(calls) == 2:
+        if len(calls) == interrupt_at:
             raise KeyboardInterrupt
         return {"state": "complete", "score": 0.5, "timesteps": 1024, "seconds": 0.1,
                 "error": None}
 
     monkeypatch.setattr(runner, "execute_trial", fake_trial)
+    return calls
+
+
+def test_sweep_cli__ctrl_c_prints_finished_trials_and_exits_130(tmp_path, monkeypatch, capsys):
+    _fake_trials(monkeypatch, interrupt_at=2)
     code = _run_cli(["--space", TINY_SPACE, "--trials", 5, "--sweep-dir", tmp_path / "s"])
     summary = json.loads((tmp_path / "s" / "summary.json").read_text())
     assert code == 130 and summary["interrupted"]
     assert [t["state"] for t in summary["trials"]] == ["complete", "interrupted"]
     assert summary["best_trial"] == 0
     assert "best: trial 0" in capsys.readouterr().out
+
+
+def test_sweep_cli__resume_continues_a_stopped_sweep_to_the_total(tmp_path, monkeypatch):
+    _fake_trials(monkeypatch, interrupt_at=2)
+    argv = ["--space", TINY_SPACE, "--sweep-dir", tmp_path / "s", "--seed", 4]
+    assert _run_cli([*argv, "--trials", 5]) == 130
+    calls = _fake_trials(monkeypatch)
+    assert _run_cli([*argv, "--trials", 4, "--resume"]) == 0
+    summary = json.loads((tmp_path / "s" / "summary.json").read_text())
+    trials = summary["trials"]
+    assert [t["number"] for t in trials] == [0, 1, 2, 3] and len(calls) == 2
+    assert [t["state"] for t in trials] == ["complete", "interrupted", "complete", "complete"]
+    assert not summary["interrupted"] and summary["trials_requested"] == 4
+    # the reseeded sampler does not replay the first trials' draws
+    assert trials[2]["params"] != trials[0]["params"]
+    assert calls[0] == str(tmp_path / "s" / "trial_0002")
+
+
+def test_sweep__resume_fails_a_trial_left_running_in_the_journal(tmp_path, monkeypatch):
+    import optuna
+
+    from agents.sweep.runner import JOURNAL, STUDY_NAME, _storage
+
+    _fake_trials(monkeypatch)
+    argv = ["--space", TINY_SPACE, "--sweep-dir", tmp_path / "s", "--seed", 4]
+    assert _run_cli([*argv, "--trials", 1]) == 0
+    # a sweep killed outright: its last trial asked for, never told, not in the summary
+    study = optuna.load_study(study_name=STUDY_NAME, storage=_storage(tmp_path / "s" / JOURNAL))
+    study.ask()
+    assert _run_cli([*argv, "--trials", 3, "--resume"]) == 0
+    trials = json.loads((tmp_path / "s" / "summary.json").read_text())["trials"]
+    assert [t["state"] for t in trials] == ["complete", "interrupted", "complete"]
+    assert "stopped while it ran" in trials[1]["error"]
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    assert states[1] == optuna.trial.TrialState.FAIL
+
+
+def test_sweep_cli__resume_refuses_what_it_cannot_continue(tmp_path, monkeypatch, capsys):
+    _fake_trials(monkeypatch)
+    argv = ["--space", TINY_SPACE, "--sweep-dir", tmp_path / "s", "--trials", 2]
+    assert _run_cli([*argv, "--resume"]) == 2
+    assert "holds no sweep" in capsys.readouterr().err
+    assert _run_cli(argv) == 0
+    assert _run_cli([*argv, "--seed", 9, "--resume"]) == 2
+    assert "started with --seed 0, not 9" in capsys.readouterr().err
+    other = _write(tmp_path, TINY_SPACE.read_text() + "\n# another file\n")
+    assert _run_cli(["--space", other, *argv[2:], "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "is not the space file" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
