@@ -21,14 +21,18 @@ Printed per setting, in points of round margin (1 point = 0.01 reward):
 - advantage per override: mean reference value of the search's action minus the base's;
 - gain per decision: the same summed over overrides / all decisions (what a game gains
   on average per searched decision), with its standard error over decisions (it includes
-  the reference rollouts' own noise).
+  the reference rollouts' own noise);
+- from the second setting on, its gain per decision minus the first setting's, with the
+  standard error of that paired difference: an override both settings make is valued
+  once and counts the same for both, so only the overrides they disagree on add noise.
 
 Usage::
 
     python benchmarks/search_strength.py --decisions 600 \\
         "search(samples=32,leaf=critic,depth=12,confidence_z=1)" "search(samples=32)"
 
-(each setting is a search spec prefix; ``:ppo:PATH`` is appended).
+(each setting is a search spec prefix; ``:ppo:PATH`` is appended; put the reference
+setting first). The seconds printed are the search's own, not the reference rollouts'.
 """
 
 from __future__ import annotations
@@ -99,22 +103,38 @@ def main(argv: list[str] | None = None) -> None:
                            args.seed + 1)
     print(f"base {args.base}, {len(observations)} decisions (seed {args.seed}), reference "
           f"{args.reference_samples} samples to the round's end; points of round margin")
+    # (decision, action) -> reference advantage over the base action: settings that make
+    # the same override share its value, so their difference is measured paired
+    known: dict[tuple[int, int], float] = {}
+    first_gains = None
     for setting in args.settings:
         spec = setting.rstrip(":") + ":" + args.base
         started = time.perf_counter()
         chosen = make_agent(spec, rules, 0).act(observations, masks)
+        seconds = time.perf_counter() - started
         changed = np.flatnonzero(chosen != base_actions)
         if changed.size < 2:
             print(f"{setting}: {changed.size} overrides")
             continue
-        points = reference_advantages(reference, observations[changed], chosen[changed],
-                                      base_actions[changed], args.reference_samples)
-        gain = points.sum() / len(observations)
-        gain_error = points.std(ddof=1) * np.sqrt(points.size) / len(observations)
-        print(f"{setting}: {changed.size} overrides of {len(observations)}; advantage per "
-              f"override {points.mean():+.2f} (SE {points.std(ddof=1) / np.sqrt(points.size):.2f}); "
-              f"gain per decision {gain:+.3f} (SE {gain_error:.3f}); "
-              f"{time.perf_counter() - started:.0f} s", flush=True)
+        new = np.array([i for i in changed if (i, chosen[i]) not in known], np.int64)
+        if new.size:
+            points = reference_advantages(reference, observations[new], chosen[new],
+                                          base_actions[new], args.reference_samples)
+            known.update({(i, chosen[i]): p for i, p in zip(new, points, strict=True)})
+        gains = np.zeros(len(observations))  # per decision: 0 where the base move is kept
+        gains[changed] = [known[(i, chosen[i])] for i in changed]
+        points = gains[changed]
+        gain_error = gains.std(ddof=1) / np.sqrt(gains.size)
+        line = (f"{setting}: {changed.size} overrides of {len(observations)}; advantage per "
+                f"override {points.mean():+.2f} (SE {points.std(ddof=1) / np.sqrt(points.size):.2f}); "
+                f"gain per decision {gains.mean():+.3f} (SE {gain_error:.3f})")
+        if first_gains is None:
+            first_gains = gains
+        else:
+            difference = gains - first_gains
+            line += (f"; vs the first setting {difference.mean():+.3f} "
+                     f"(paired SE {difference.std(ddof=1) / np.sqrt(difference.size):.3f})")
+        print(f"{line}; {seconds:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
