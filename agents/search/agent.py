@@ -105,7 +105,8 @@ class SearchOptions:
             is valued by the estimate (8: about two turns of each of two players).
         budget_ms: Time budget per searched decision in milliseconds, or None (no budget:
             all ``samples``, deterministic). With a budget the samples come in passes of
-            ``max(1, samples // 4)`` and no pass starts once the budget is spent.
+            ``max(1, samples // 4)`` and no pass starts once the budget is spent (the
+            ``verify_samples`` retest comes after, outside the budget).
         max_rollout_games: Most rollout games stepped together (bounds memory; rows are
             searched in chunks below it).
         confidence_z: The action with the best mean value replaces the base agent's own
