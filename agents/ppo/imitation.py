@@ -381,6 +381,7 @@ def clone_policy(
     seed: int = 0,
     value_targets: np.ndarray | None = None,
     anchor: float = 0.0,
+    on_epoch_done: Callable[[], None] | None = None,
 ) -> dict[str, float]:
     """Fit the actor of a MaskablePPO policy to the demonstrations (masked cross-entropy),
     and its critic to ``value_targets`` when given (mean squared error).
@@ -408,6 +409,7 @@ def clone_policy(
             (e.g. the return from there on); None leaves the critic alone.
         anchor: Weight of the policy's own prior distribution in the actor's target
             (0 <= anchor < 1; 0 = plain cloning).
+        on_epoch_done: Called after each pass over the data (progress).
 
     Returns:
         ``{"loss", "accuracy"}`` on the last epoch (accuracy of the greedy action), plus
@@ -454,6 +456,8 @@ def clone_policy(
             loss_sum += float(loss.detach()) * len(rows)
             correct += float((logits.argmax(dim=1) == act_t[rows]).sum())
             seen += len(rows)
+        if on_epoch_done is not None:
+            on_epoch_done()
     policy.set_training_mode(False)
     stats = {"loss": loss_sum / seen, "accuracy": correct / seen}
     if value_targets is not None:

@@ -624,7 +624,8 @@ class Trainer:
 
         config = self.config
         started = time.perf_counter()
-        bar = self._warm_start_bar()
+        bar = self._warm_start_bar(config.imitation_games, "game",
+                                   f"{config.imitation_teacher} games")
         # deals and teachers seeded per chunk (a teacher per chunk): the same data for any
         # data_workers
         try:
@@ -640,14 +641,17 @@ class Trainer:
         finally:
             if bar is not None:
                 bar.close()
-        if config.progress:
-            epochs = config.imitation_epochs
-            print(f"warm start: cloning {config.imitation_teacher} on {len(actions):,} "
-                  f"decisions ({epochs} epoch{'' if epochs == 1 else 's'})", flush=True)
-        stats = clone_policy(
-            self.model.policy, observations, masks, actions, config.imitation_epochs,
-            seed=derived_seed(config.seed, SEED_IMITATION_SHUFFLE),
-        )
+        bar = self._warm_start_bar(config.imitation_epochs, "epoch",
+                                   f"cloning on {len(actions):,} decisions")
+        try:
+            stats = clone_policy(
+                self.model.policy, observations, masks, actions, config.imitation_epochs,
+                seed=derived_seed(config.seed, SEED_IMITATION_SHUFFLE),
+                on_epoch_done=(lambda: bar.update(1)) if bar is not None else None,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
         stats["decisions"] = float(len(actions))
         stats["seconds"] = time.perf_counter() - started
         self.imitation_stats = stats
@@ -659,15 +663,15 @@ class Trainer:
             )
         return stats
 
-    def _warm_start_bar(self):
-        """A progress bar over the warm start's teacher games (None without progress):
-        they take the better part of a minute before training shows anything."""
+    def _warm_start_bar(self, total: int, unit: str, what: str):
+        """A progress bar over a part of the warm start (None without progress): its
+        games and its cloning epochs take most of a minute before training shows
+        anything."""
         if not self.config.progress:
             return None
         from tqdm import tqdm
 
-        return tqdm(total=self.config.imitation_games, unit="game", dynamic_ncols=True,
-                    desc=f"warm start: {self.config.imitation_teacher} games")
+        return tqdm(total=total, unit=unit, dynamic_ncols=True, desc=f"warm start: {what}")
 
     # expert iteration
     def due_for_expert(self, timesteps: int) -> bool:
