@@ -624,34 +624,27 @@ class Trainer:
 
         config = self.config
         started = time.perf_counter()
-        bar = self._warm_start_bar(config.imitation_games, "game",
-                                   f"{config.imitation_teacher} games")
         # deals and teachers seeded per chunk (a teacher per chunk): the same data for any
         # data_workers
         try:
-            observations, masks, actions = collect_chunked_demonstrations(
-                self.rules, config.imitation_teacher, config.imitation_games,
-                derived_seed(config.seed, SEED_IMITATION_DATA),
-                derived_seed(config.seed, SEED_IMITATION_TEACHER),
-                workers=config.data_workers, ray_address=config.ray_address,
-                on_chunk_done=bar.update if bar is not None else None,
-            )
+            with self._warm_start_bar(config.imitation_games, "game",
+                                      f"{config.imitation_teacher} games") as bar:
+                observations, masks, actions = collect_chunked_demonstrations(
+                    self.rules, config.imitation_teacher, config.imitation_games,
+                    derived_seed(config.seed, SEED_IMITATION_DATA),
+                    derived_seed(config.seed, SEED_IMITATION_TEACHER),
+                    workers=config.data_workers, ray_address=config.ray_address,
+                    on_chunk_done=bar.update,
+                )
         except DataWorkersError as error:  # Ray missing, or it cannot start or connect
             raise TrainConfigError(str(error)) from None  # the message names data_workers
-        finally:
-            if bar is not None:
-                bar.close()
-        bar = self._warm_start_bar(config.imitation_epochs, "epoch",
-                                   f"cloning on {len(actions):,} decisions")
-        try:
+        with self._warm_start_bar(config.imitation_epochs, "epoch",
+                                  f"cloning on {len(actions):,} decisions") as bar:
             stats = clone_policy(
                 self.model.policy, observations, masks, actions, config.imitation_epochs,
                 seed=derived_seed(config.seed, SEED_IMITATION_SHUFFLE),
-                on_epoch_done=(lambda: bar.update(1)) if bar is not None else None,
+                on_epoch_done=bar.update,
             )
-        finally:
-            if bar is not None:
-                bar.close()
         stats["decisions"] = float(len(actions))
         stats["seconds"] = time.perf_counter() - started
         self.imitation_stats = stats
@@ -664,14 +657,13 @@ class Trainer:
         return stats
 
     def _warm_start_bar(self, total: int, unit: str, what: str):
-        """A progress bar over a part of the warm start (None without progress): its
-        games and its cloning epochs take most of a minute before training shows
-        anything."""
-        if not self.config.progress:
-            return None
+        """A tqdm bar over a part of the warm start, disabled (updates do nothing) without
+        ``progress``: its games and its cloning epochs take most of a minute before
+        training shows anything."""
         from tqdm import tqdm
 
-        return tqdm(total=total, unit=unit, dynamic_ncols=True, desc=f"warm start: {what}")
+        return tqdm(total=total, unit=unit, dynamic_ncols=True, desc=f"warm start: {what}",
+                    disable=not self.config.progress)
 
     # expert iteration
     def due_for_expert(self, timesteps: int) -> bool:

@@ -386,7 +386,8 @@ class SearchAgent:
         self, root: BatchState, masks: np.ndarray, base_actions: np.ndarray, chosen: np.ndarray
     ) -> np.ndarray:
         """``chosen`` where it beats ``base_actions`` on ``verify_samples`` fresh samples
-        by ``confidence_z`` standard errors, else the base choice. int64 (R,)."""
+        by ``confidence_z`` standard errors, else the base choice. int64 (R,): ``chosen``
+        itself, updated in place."""
         challenged = np.flatnonzero(chosen != base_actions)
         if challenged.size == 0:
             return chosen
@@ -394,9 +395,8 @@ class SearchAgent:
         pair[np.arange(challenged.size), base_actions[challenged]] = True
         pair[np.arange(challenged.size), chosen[challenged]] = True
         values = self._sampled_values(_take(root, challenged), pair, self.options.verify_samples)
-        verified = choose(values, pair, base_actions[challenged], self.options.confidence_z)
-        chosen = chosen.copy()
-        chosen[challenged] = verified
+        chosen[challenged] = choose(values, pair, base_actions[challenged],
+                                    self.options.confidence_z)
         return chosen
 
     def _candidates(

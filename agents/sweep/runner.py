@@ -455,20 +455,30 @@ def _record_from_journal(space: SweepSpace, trial, sweep_dir: Path, seed: int) -
     """The record of a journal trial the summary does not list."""
     state = {optuna.trial.TrialState.COMPLETE: COMPLETE,
              optuna.trial.TrialState.PRUNED: PRUNED}.get(trial.state, INTERRUPTED)
-    params = {param.name: param.decode(trial.params[param.name])
-              for param in space.params if param.name in trial.params}
+    params = _decoded_params(space, trial)
     return TrialRecord(number=trial.number, state=state, params=params,
                        seed=params.get("seed", trial_seed(seed, trial.number)),
-                       run_dir=str(sweep_dir / f"trial_{trial.number:04d}"),
+                       run_dir=_trial_dir(sweep_dir, trial.number),
                        score=trial.value if state == COMPLETE else None)
+
+
+def _decoded_params(space: SweepSpace, trial) -> dict[str, Any]:
+    """A trial's sampled values as config values (the space's params it holds)."""
+    return {param.name: param.decode(trial.params[param.name])
+            for param in space.params if param.name in trial.params}
+
+
+def _trial_dir(sweep_dir: Path, number: int) -> str:
+    """The run directory of trial ``number``."""
+    return str(sweep_dir / f"trial_{number:04d}")
 
 
 def _new_trial(study, distributions, space: SweepSpace, sweep_dir: Path, seed: int) -> _Job:
     trial = study.ask(distributions)
-    values = {param.name: param.decode(trial.params[param.name]) for param in space.params}
+    values = _decoded_params(space, trial)
     record = TrialRecord(number=trial.number, state="running", params=values,
                          seed=trial_seed(seed, trial.number),
-                         run_dir=str(sweep_dir / f"trial_{trial.number:04d}"))
+                         run_dir=_trial_dir(sweep_dir, trial.number))
     try:
         config = space.trial_config(values, record.seed).to_dict()
     except TrainConfigError as error:
