@@ -26,8 +26,9 @@ spec                            agent
                                 ``leaf`` (``margin`` or ``critic``: the value head of a
                                 ``ppo:PATH`` base), ``top_actions`` (int, try only the
                                 base policy's most probable actions; ``ppo:PATH`` base),
-                                ``verify_samples`` (int, retest a switch on fresh samples);
-                                e.g.
+                                ``verify_samples`` (int, retest a switch on fresh samples),
+                                ``rollout_precision`` (``float32`` or ``bfloat16``: the
+                                rollouts' network precision; ``ppo:PATH`` base); e.g.
                                 ``search(samples=16,depth=40):ev``; unnamed options
                                 take `SearchOptions` defaults, whatever the base
 ==============================  ===============================================================
@@ -71,6 +72,7 @@ SEARCH_OPTIONS: dict[str, type] = {
     "leaf": str,
     "top_actions": int,
     "verify_samples": int,
+    "rollout_precision": str,
 }
 
 
@@ -279,29 +281,40 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     if spec.startswith("search:") and base_spec.startswith("ppo:"):
         settings = search.PPO_SEARCH  # no options over a network: its measured best
     base = make_agent(base_spec, rules, base_seed)
-    value_fn = prior_fn = None
-    if settings.leaf == "critic" or settings.top_actions is not None:
-        value_fn, prior_fn = _ppo_search_parts(base, base_spec, rules, spec, settings)
+    value_fn = prior_fn = rollout_agent = None
+    if (settings.leaf == "critic" or settings.top_actions is not None
+            or settings.rollout_precision != "float32"):
+        value_fn, prior_fn, rollout_agent = _ppo_search_parts(
+            base, base_spec, rules, spec, settings
+        )
     return _check_agent(
-        search.SearchAgent(base, rules, seed, settings, value_fn, prior_fn), spec
+        search.SearchAgent(base, rules, seed, settings, value_fn, prior_fn, rollout_agent),
+        spec,
     )
 
 
 def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str, settings):
     """The value function (``leaf=critic``: the value head, with the shaping weight
-    recorded in the checkpoint's config) and the action prior (``top_actions``) of a
+    recorded in the checkpoint's config), the action prior (``top_actions``) and the
+    rollout agent (``rollout_precision``: the same network at that precision) of a
     ``ppo:PATH`` base agent; None for the parts the settings do not ask for."""
-    wanted = "leaf=critic" if settings.leaf == "critic" else "top_actions"
+    if settings.leaf == "critic":
+        wanted = "leaf=critic"
+    elif settings.top_actions is not None:
+        wanted = "top_actions"
+    else:
+        wanted = f"rollout_precision={settings.rollout_precision}"
     if not base_spec.startswith("ppo:"):
         raise AgentSpecError(
-            f"agent spec {spec!r}: {wanted} needs a 'ppo:PATH' base agent (its value head "
-            f"and action priors), got {base_spec!r}"
+            f"agent spec {spec!r}: {wanted} needs a 'ppo:PATH' base agent (a network: its "
+            f"value head, action priors or weights), got {base_spec!r}"
         )
     from agents.ppo.checkpoint import read_metadata
+    from agents.ppo.policy import PPOAgent
     from agents.search.values import CriticValue, CriticValueError, PolicyPrior
 
     try:
-        value_fn = prior_fn = None
+        value_fn = prior_fn = rollout_agent = None
         if settings.leaf == "critic":
             config = read_metadata(base_spec[len("ppo:") :]).get("config") or {}
             value_fn = CriticValue(getattr(base, "policy", None), rules,
@@ -310,7 +323,11 @@ def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
             prior_fn = PolicyPrior(base)
     except CriticValueError as error:
         raise AgentSpecError(f"agent spec {spec!r}: {error}") from None
-    return value_fn, prior_fn
+    if settings.rollout_precision != "float32":
+        rollout_agent = PPOAgent(base.policy, name=base.name,
+                                 deterministic=base.deterministic,
+                                 precision=settings.rollout_precision)
+    return value_fn, prior_fn, rollout_agent
 
 
 def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:

@@ -22,10 +22,17 @@ class PPOAgent:
         name: Shown in results.
         deterministic: Greedy actions; else sampled.
         seed: Seeds the sampling generator.
+        precision: ``float32`` (SB3's exact actions) or ``bfloat16`` (faster, for search
+            rollouts; `agents.ppo.inference.MaskedActor`).
     """
 
     def __init__(
-        self, policy_or_model, name: str = "ppo", deterministic: bool = True, seed: int = 0
+        self,
+        policy_or_model,
+        name: str = "ppo",
+        deterministic: bool = True,
+        seed: int = 0,
+        precision: str = "float32",
     ):
         import torch
 
@@ -40,7 +47,7 @@ class PPOAgent:
         self.name = name
         self.deterministic = deterministic
         self.generator = torch.Generator().manual_seed(int(seed))
-        self.actor = MaskedActor(self.policy)
+        self.actor = MaskedActor(self.policy, precision)
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,).

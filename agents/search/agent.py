@@ -7,6 +7,7 @@ For every decision row with two or more legal actions, `SearchAgent`:
 2. samples ``K`` games of its information set (`skyjo_env.core.sample_information_set`:
    hidden cards and the draw pile redealt from the unseen cards, fresh random streams);
 3. for every legal action and every sample, applies the action, then lets the base agent
+   (or ``rollout_agent``: the same network in bfloat16 with ``rollout_precision``)
    play every seat to the end of the round or for ``depth`` further decisions (default
    8: short rollouts, since a whole round's luck drowns the differences between
    actions). Every action of a row is tried on the same ``K`` samples with the same
@@ -90,6 +91,9 @@ _COMPACT_BELOW = 0.75
 #: Leaf values a spec can name (``search(leaf=...)``).
 LEAF_KINDS = ("margin", "critic")
 
+#: Rollout precisions a spec can name (``search(rollout_precision=...)``).
+ROLLOUT_PRECISIONS = ("float32", "bfloat16")
+
 
 class SearchOptionError(ValueError):
     """A search option with a bad value."""
@@ -146,6 +150,7 @@ class SearchOptions:
     leaf: str = "margin"
     top_actions: int | None = None
     verify_samples: int = 0
+    rollout_precision: str = "float32"
 
     def __post_init__(self) -> None:
         top = self.top_actions
@@ -161,6 +166,11 @@ class SearchOptions:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise SearchOptionError(f"search option {name} must be an int >= 1, got {value!r}")
+        if self.rollout_precision not in ROLLOUT_PRECISIONS:
+            raise SearchOptionError(
+                "search option rollout_precision must be one of "
+                f"{', '.join(ROLLOUT_PRECISIONS)}, got {self.rollout_precision!r}"
+            )
         verify = self.verify_samples
         if not isinstance(verify, (int, np.integer)) or isinstance(verify, bool) or verify < 0:
             raise SearchOptionError(
@@ -261,6 +271,8 @@ class SearchAgent:
         options: The search settings.
         value_fn: Values finished rollouts for seat 0; `RoundMarginValue` when None.
         prior_fn: Action preferences of the base agent (needed for ``top_actions``).
+        rollout_agent: The agent that plays the rollouts, when not ``base`` itself
+            (needed for ``rollout_precision=bfloat16``: the base network in bfloat16).
     """
 
     def __init__(
@@ -271,6 +283,7 @@ class SearchAgent:
         options: SearchOptions | None = None,
         value_fn: ValueFunction | None = None,
         prior_fn: PriorFunction | None = None,
+        rollout_agent: Agent | None = None,
     ):
         self.base = base
         self.rules = rules
@@ -287,11 +300,18 @@ class SearchAgent:
                 "logits); agents.registry builds it for 'ppo:PATH' bases"
             )
         self.prior_fn = prior_fn
+        if self.options.rollout_precision != "float32" and rollout_agent is None:
+            raise SearchOptionError(
+                f"search option rollout_precision={self.options.rollout_precision} needs "
+                "rollout_agent (the base network at that precision); agents.registry builds "
+                "it for 'ppo:PATH' bases"
+            )
+        self.rollout_agent = rollout_agent or base
         self.name = f"search:{base.name}"
         self.size = ObservationLayout(rules).size
         self._encoder = ObservationEncoder(rules)
         self._rng = np.random.default_rng(np.random.SeedSequence(seed))
-        self._base_reads = bool(getattr(base, "reads_observations", True))
+        self._base_reads = bool(getattr(self.rollout_agent, "reads_observations", True))
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Choose one action per row.
@@ -472,10 +492,10 @@ class SearchAgent:
             actions = np.full(state.batch_size, -1, np.int64)
             if live.size == state.batch_size:
                 observations = self._observe(state)
-                actions[:] = self.base.act(observations, masks)
+                actions[:] = self.rollout_agent.act(observations, masks)
             else:
                 observations = self._observe(state)[live]
-                actions[live] = self.base.act(observations, masks[live])
+                actions[live] = self.rollout_agent.act(observations, masks[live])
             events = step(state, actions)
             depth += 1
 
@@ -545,6 +565,7 @@ def _concatenate(batches: list[BatchState]) -> BatchState:
 
 __all__ = [
     "PPO_SEARCH",
+    "ROLLOUT_PRECISIONS",
     "PriorFunction",
     "RoundMarginValue",
     "SearchAgent",

@@ -97,6 +97,29 @@ def test_masked_actor__refuses_inputs_that_do_not_fit(shipped):
         agent.act(observations[:3], empty)
 
 
+def test_masked_actor__bfloat16_logits_are_close_and_actions_agree(shipped):
+    agent, observations, masks, _ = shipped
+    exact = sb3_logits(agent.policy, observations, masks)
+    fast = PPOAgent(agent.policy, precision="bfloat16")
+    assert fast.actor.precision == "bfloat16" and agent.actor.precision == "float32"
+    with torch.inference_mode():
+        logits = fast.actor.masked_logits(torch.as_tensor(observations), torch.as_tensor(masks))
+    assert logits.dtype == torch.float32
+    # bfloat16 keeps 8 significant bits: probabilities move by a few hundredths at most
+    # (measured: at most 0.032, 0.0002 on average), and they do move
+    gaps = (logits.softmax(dim=1) - exact.softmax(dim=1)).abs()[torch.as_tensor(masks)]
+    assert 0 < gaps.max() < 0.1 and gaps.mean() < 0.002
+    actions = fast.act(observations, masks)
+    assert masks[np.arange(len(actions)), actions].all()
+    assert np.mean(actions == exact.argmax(dim=1).numpy()) >= 0.99
+
+
+def test_masked_actor__unknown_precision_is_an_error(shipped):
+    agent = shipped[0]
+    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16, got 'half'"):
+        PPOAgent(agent.policy, precision="half")
+
+
 # ------------------------------------------------------------------- fused grid features
 
 

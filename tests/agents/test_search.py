@@ -187,6 +187,10 @@ def test_make_agent__search_specs():
         ("search(top_actions=1):ev", "top_actions must be an int >= 2, got 1"),
         ("search(top_actions=3):greedy", "top_actions needs a 'ppo:PATH' base agent"),
         ("search(verify_samples=-1):ev", "verify_samples must be an int >= 0, got -1"),
+        ("search(rollout_precision=half):ev",
+         "rollout_precision must be one of float32, bfloat16, got 'half'"),
+        ("search(rollout_precision=bfloat16):ev",
+         "rollout_precision=bfloat16 needs a 'ppo:PATH' base agent"),
     ],
 )
 def test_make_agent__bad_search_specs_are_one_line_errors(spec, words):
@@ -394,3 +398,44 @@ def test_make_agent__plain_search_over_a_network_uses_its_measured_setting():
     # named options start from the plain defaults, whatever the base
     named = make_agent(f"search(samples=2):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
     assert named.options == SearchOptions(samples=2)
+
+
+class _CountingAgent:
+    """Wraps an agent and counts the rows it is asked to act on."""
+
+    def __init__(self, agent):
+        self.agent, self.name, self.rows = agent, agent.name, 0
+
+    def act(self, observations, masks):
+        self.rows += len(observations)
+        return self.agent.act(observations, masks)
+
+
+def test_search__rollouts_are_played_by_the_rollout_agent():
+    rules = SkyjoRules()
+    observations, masks = _observations_of_played_games(rules, games=1, seed=8, every=9)
+    phases = ObservationEncoder(rules).decode(observations)["phase"]
+    keep = (masks.sum(axis=1) > 1) & (phases != Phase.INITIAL_REVEAL)
+    observations, masks = observations[keep][:10], masks[keep][:10]
+    base = _CountingAgent(make_agent("ev", rules, 0))
+    rollout = _CountingAgent(make_agent("greedy", rules, 0))
+    agent = SearchAgent(base, rules, seed=2, options=FAST, rollout_agent=rollout)
+    actions = agent.act(observations, masks)
+    assert masks[np.arange(10), actions].all()
+    assert base.rows == 10  # the base agent only makes its own choice of each row
+    assert rollout.rows > 2 * int(masks.sum())  # every rollout plays on after its action
+    with pytest.raises(SearchOptionError, match="rollout_precision=bfloat16 needs rollout_agent"):
+        SearchAgent(base, rules, seed=0, options=SearchOptions(rollout_precision="bfloat16"))
+
+
+def test_make_agent__bfloat16_rollouts_over_a_shipped_model():
+    agent = make_agent(
+        f"search(samples=2,depth=2,rollout_precision=bfloat16):ppo:{SHIPPED_2P}", SkyjoRules(), 0
+    )
+    assert agent.options.rollout_precision == "bfloat16"
+    assert agent.rollout_agent.actor.precision == "bfloat16"
+    assert agent.base.actor.precision == "float32"  # its own choice stays exact
+    assert agent.rollout_agent.policy is agent.base.policy  # one network, not a copy
+    observations, masks = _observations_of_played_games(SkyjoRules(), games=1, seed=2, every=13)
+    actions = agent.act(observations[:6], masks[:6])
+    assert masks[np.arange(6), actions].all()
