@@ -90,7 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--plot", type=Path, metavar="PNG", help="write a win-rate bar chart (PNG) here"
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide the progress (a bar on a terminal; off one, as under nohup, a line a "
+        "minute on stderr)",
+    )
     parser.add_argument(
         "--no-ratings", action="store_true", help="skip the OpenSkill ratings (faster)"
     )

@@ -283,12 +283,61 @@ def agent_label(name: str, spec: str | None = None) -> str:
     return repr(name) if spec is None or spec == name else f"{name!r} (spec {spec!r})"
 
 
+#: Seconds between the progress lines written when stderr is not a terminal.
+PROGRESS_LINE_INTERVAL_S = 60.0
+
+
+class ProgressLines:
+    """Progress for a log file (``nohup``, CI): a plain line on ``stream`` at most every
+    ``interval_s`` seconds, e.g. ``games: 250/2000 (12%), 612 s, about 4284 s left``.
+
+    A run shorter than the interval prints nothing. Same interface as the tqdm bar that
+    replaces it on a terminal (``update``, a context manager).
+
+    Args:
+        total: Games to play.
+        interval_s: Least seconds between two lines.
+        stream: Where lines go (stderr when None).
+        clock: Seconds, monotonic (`time.monotonic`; tests pass their own).
+    """
+
+    def __init__(self, total: int, interval_s: float = PROGRESS_LINE_INTERVAL_S,
+                 stream=None, clock=time.monotonic):
+        self.total, self.done = int(total), 0
+        self.interval_s = float(interval_s)
+        self.stream = stream
+        self.clock = clock
+        self.started = self.last_line = clock()
+
+    def update(self, games: int) -> None:
+        """Count ``games`` more finished games; write a line if the interval has passed."""
+        self.done += int(games)
+        now = self.clock()
+        if now - self.last_line < self.interval_s:
+            return
+        self.last_line = now
+        elapsed = now - self.started
+        left = elapsed * (self.total - self.done) / self.done if self.done else float("nan")
+        share = 100 * self.done / self.total if self.total else 100.0
+        print(f"games: {self.done}/{self.total} ({share:.0f}%), {elapsed:.0f} s, "
+              f"about {left:.0f} s left", file=self.stream or sys.stderr, flush=True)
+
+    def __enter__(self) -> ProgressLines:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+
 def progress_bar(total: int, progress: bool | None):
-    """A tqdm bar over ``total`` games; ``progress`` None shows it only on a terminal."""
+    """Progress over ``total`` games: a tqdm bar on a terminal (or with ``progress``
+    True), `ProgressLines` when ``progress`` is None and stderr is not a terminal, nothing
+    when ``progress`` is False."""
     from tqdm.auto import tqdm
 
-    enabled = sys.stderr.isatty() if progress is None else bool(progress)
-    return tqdm(total=total, unit="game", desc="games", disable=not enabled, leave=False)
+    if progress is None and not sys.stderr.isatty():
+        return ProgressLines(total)
+    return tqdm(total=total, unit="game", desc="games", disable=progress is False, leave=False)
 
 
 def act_checked(

@@ -12,12 +12,14 @@ from agents.evaluation.games import (
     MAX_RECORDS_BYTES,
     AgentActionError,
     GameRecords,
+    ProgressLines,
     TooManyGamesError,
     agent_seed,
     deal_seeds,
     display_names,
     max_games,
     play_games,
+    progress_bar,
     record_bytes_per_game,
 )
 from agents.evaluation.report import format_table, render_json
@@ -429,3 +431,36 @@ def test_play_tournament__progress_bar_counts_games(capsys):
     assert capsys.readouterr().err == ""
     play_tournament([RandomAgent(0), RandomAgent(1)], rules, 20, seed=0)  # not a terminal
     assert capsys.readouterr().err == ""
+
+
+class _Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_lines__one_line_per_interval_with_the_time_left():
+    import io
+
+    stream, clock = io.StringIO(), _Clock()
+    with ProgressLines(2000, interval_s=60, stream=stream, clock=clock) as progress:
+        clock.now += 30
+        progress.update(100)  # before the interval: nothing
+        assert stream.getvalue() == ""
+        clock.now += 70  # 100 s in, 500 of 2000 done: 300 s left
+        progress.update(400)
+        clock.now += 10
+        progress.update(500)  # 10 s after the last line: nothing
+    assert stream.getvalue() == "games: 500/2000 (25%), 100 s, about 300 s left\n"
+
+
+def test_progress_bar__lines_off_a_terminal_a_bar_on_request_nothing_when_off(monkeypatch):
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
+    assert isinstance(progress_bar(10, None), ProgressLines)
+    assert not isinstance(progress_bar(10, True), ProgressLines)
+    quiet = progress_bar(10, False)
+    assert not isinstance(quiet, ProgressLines) and quiet.disable
