@@ -21,10 +21,11 @@ acts with the current weights.
 
 ``precision="bfloat16"`` runs the linear layers (actor MLP and action head) in bfloat16
 under ``torch.autocast``; the features and both normalisations stay float32. On a CPU
-with native bfloat16 (AVX512-BF16 or AMX) the network runs about 4x faster at large
-batches (`benchmarks/search_agent.py` shows the effect on search rollouts). The logits
-then differ from SB3's by bfloat16 rounding, so an action can differ where two legal
-logits are that close (none of 1,109 searched decisions of ``ppo_2p`` did); it is meant
+with native bfloat16 (AVX512-BF16 or AMX) the MLP runs about 3.5x faster at a batch of
+10,000 and 1.6x at 256 (one core; `benchmarks/search_agent.py` shows the effect on
+search rollouts). The probabilities then differ from SB3's by bfloat16 rounding (at most
+0.03 over ev-game positions), so a greedy action can differ where two legal logits are
+that close (4 of 3,240 positions for ``ppo_2p``, 1 of 3,536 for ``ppo_4p``); it is meant
 for search rollouts, not for the agent's own decisions or for training.
 """
 

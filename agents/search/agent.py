@@ -311,7 +311,7 @@ class SearchAgent:
         self.size = ObservationLayout(rules).size
         self._encoder = ObservationEncoder(rules)
         self._rng = np.random.default_rng(np.random.SeedSequence(seed))
-        self._base_reads = bool(getattr(self.rollout_agent, "reads_observations", True))
+        self._rollout_reads = bool(getattr(self.rollout_agent, "reads_observations", True))
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Choose one action per row.
@@ -518,7 +518,7 @@ class SearchAgent:
         return values
 
     def _observe(self, state: BatchState) -> np.ndarray:
-        if not self._base_reads:
+        if not self._rollout_reads:
             return np.zeros((state.batch_size, self.size), np.float32)
         return self._encoder.encode(state, state.current_player)
 
