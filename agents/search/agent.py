@@ -91,7 +91,9 @@ _COMPACT_BELOW = 0.75
 #: Leaf values a spec can name (``search(leaf=...)``).
 LEAF_KINDS = ("margin", "critic")
 
-#: Rollout precisions a spec can name (``search(rollout_precision=...)``).
+#: Rollout precisions a spec can name (``search(rollout_precision=...)``): those of
+#: `agents.ppo.inference.PRECISIONS`, restated so that parsing a spec needs no torch (a
+#: test keeps the two equal).
 ROLLOUT_PRECISIONS = ("float32", "bfloat16")
 
 

@@ -428,6 +428,13 @@ def test_search__rollouts_are_played_by_the_rollout_agent():
         SearchAgent(base, rules, seed=0, options=SearchOptions(rollout_precision="bfloat16"))
 
 
+def test_rollout_precisions__are_the_precisions_the_actor_runs():
+    from agents.ppo.inference import PRECISIONS
+    from agents.search.agent import ROLLOUT_PRECISIONS
+
+    assert ROLLOUT_PRECISIONS == PRECISIONS
+
+
 def test_make_agent__bfloat16_rollouts_over_a_shipped_model():
     agent = make_agent(
         f"search(samples=2,depth=2,rollout_precision=bfloat16):ppo:{SHIPPED_2P}", SkyjoRules(), 0
