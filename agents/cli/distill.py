@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=0,
                         help="Ray workers for the games (0: in this process)")
     parser.add_argument("--ray-address", help="Ray cluster to join (with --workers)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="hide the search games' progress (a bar on a terminal; off one, "
+                        "as under nohup, a line a minute on stderr)")
     return parser
 
 
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (2: bad input, 130: Ctrl-C)."""
     import torch
 
+    from agents.evaluation.games import progress_bar
     from agents.ppo.expert import distill_checkpoint
     from agents.ppo.pool import derived_seed
 
@@ -93,11 +97,13 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             print(f"step {step}/{args.steps}: {args.games} games of {args.search} over {source}",
                   flush=True)
-            stats = distill_checkpoint(
-                source, target, args.search, args.games, seed=derived_seed(args.seed, step),
-                epochs=args.epochs, learning_rate=args.learning_rate, anchor=args.anchor,
-                workers=args.workers, ray_address=args.ray_address, value_fit=args.value_fit,
-            )
+            with progress_bar(args.games, False if args.no_progress else None) as bar:
+                stats = distill_checkpoint(
+                    source, target, args.search, args.games, seed=derived_seed(args.seed, step),
+                    epochs=args.epochs, learning_rate=args.learning_rate, anchor=args.anchor,
+                    workers=args.workers, ray_address=args.ray_address,
+                    value_fit=args.value_fit, on_games_done=bar.update,
+                )
             print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions, the network "
                   f"played the searched move {stats['agreement_before']:.1%} before the fit, "
                   f"{stats['agreement_after']:.1%} after; wrote {target} in "

@@ -51,6 +51,12 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
+def games_per_second_text(rate: float) -> str:
+    """A speed for the table: whole games per second from 10 up, else two significant
+    digits (a searched agent plays 0.31 games/s, which ``:.0f`` showed as 0)."""
+    return f"{rate:.0f}" if rate >= 10 else f"{rate:.2g}"
+
+
 def format_table(result: TournamentResult) -> str:
     """A readable, aligned plain-text summary of a tournament.
 
@@ -67,7 +73,7 @@ def format_table(result: TournamentResult) -> str:
         else ""
     )
     speed = (
-        f", {result.elapsed_s:.1f} s, {result.games_per_second:.0f} games/s"
+        f", {result.elapsed_s:.1f} s, {games_per_second_text(result.games_per_second)} games/s"
         if result.elapsed_s > 0
         else ""
     )
@@ -251,6 +257,7 @@ __all__ = [
     "CSV_FIELDS",
     "csv_rows",
     "format_table",
+    "games_per_second_text",
     "render_csv",
     "render_json",
     "render_plot",

@@ -65,6 +65,7 @@ def collect_expert_games(
     ray_address: str | None = None,
     should_stop: Callable[[], bool] | None = None,
     chunk_games: int = EXPERT_CHUNK_GAMES,
+    on_chunk_done: Callable[[int], None] | None = None,
 ) -> RecordedGames:
     """Every decision of ``games`` self-play games of the agent ``spec``, chunk by chunk.
 
@@ -78,12 +79,14 @@ def collect_expert_games(
         workers, ray_address: Where the chunks run (`agents.ppo.imitation.run_chunks`).
         should_stop: Asked between chunks; True abandons the games (`ChunksStopped`).
         chunk_games: Games per chunk (changes the data; keep the default).
+        on_chunk_done: Called with a chunk's games as each chunk ends (a progress bar).
 
     Returns:
         `RecordedGames` of all chunks, in chunk order.
     """
     task = partial(expert_chunk, rules, spec, seed, teacher_seed, gamma)
-    parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address, should_stop)
+    parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address, should_stop,
+                       on_chunk_done)
     return RecordedGames(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
 
 
@@ -155,6 +158,7 @@ def distill_checkpoint(
     workers: int = 0,
     ray_address: str | None = None,
     value_fit: bool = False,
+    on_games_done: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
     """One expert-iteration step on a saved network: search games over ``source``, the
     anchored fit, and the result saved to ``target`` (the same rules and architecture).
@@ -172,6 +176,8 @@ def distill_checkpoint(
         epochs, learning_rate, anchor: The fit (`agents.ppo.imitation.clone_policy`).
         workers, ray_address: Where the games run (`collect_expert_games`).
         value_fit: Fit the critic to the games' returns as well.
+        on_games_done: Called with the number of games each time a chunk of the search
+            games ends (a progress bar: the games are most of a step's time).
 
     Returns:
         ``{"decisions", "agreement_before", "agreement_after", "loss"}``, plus
@@ -186,6 +192,7 @@ def distill_checkpoint(
     played = collect_expert_games(
         rules, teacher_spec(search, str(source)), games, seed=chunk_seed(seed, 0),
         teacher_seed=chunk_seed(seed, 1), workers=workers, ray_address=ray_address,
+        on_chunk_done=on_games_done,
     )
     policy = build_policy(metadata, source, trainable=True)
     policy.load_state_dict(load_policy(source, metadata).state_dict())

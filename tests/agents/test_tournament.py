@@ -22,7 +22,7 @@ from agents.evaluation.games import (
     progress_bar,
     record_bytes_per_game,
 )
-from agents.evaluation.report import format_table, render_json
+from agents.evaluation.report import format_table, games_per_second_text, render_json
 from agents.evaluation.statistics import (
     mean_confidence_interval,
     t_quantile_975,
@@ -464,3 +464,10 @@ def test_progress_bar__lines_off_a_terminal_a_bar_on_request_nothing_when_off(mo
     assert not isinstance(progress_bar(10, True), ProgressLines)
     quiet = progress_bar(10, False)
     assert not isinstance(quiet, ProgressLines) and quiet.disable
+
+
+@pytest.mark.parametrize(
+    "rate, text", [(0.3149, "0.31"), (2.5, "2.5"), (9.4, "9.4"), (25.03, "25"), (181.4, "181")]
+)
+def test_games_per_second_text__slow_runs_keep_two_significant_digits(rate, text):
+    assert games_per_second_text(rate) == text

@@ -47,3 +47,28 @@ def test_main__bad_input_is_one_line_exit_2(tmp_path, capsys, extra, message):
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "o.zip").exists()
+
+
+def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, monkeypatch):
+    opened, counted = [], []
+
+    class RecordingBar:
+        def __init__(self, total, progress):
+            opened.append((total, progress))
+
+        def update(self, games):
+            counted.append(games)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            return None
+
+    monkeypatch.setattr("agents.evaluation.games.progress_bar", RecordingBar)
+    out = tmp_path / "distilled.zip"
+    code = main(["--checkpoint", str(SHIPPED), "--out", str(out), "--steps", "2", "--games", "2",
+                 "--search", TINY, "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    assert opened == [(2, False), (2, False)]  # one per step; --no-progress hides it
+    assert counted == [2, 2]
