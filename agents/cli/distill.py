@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=0,
                         help="Ray workers for the games (0: in this process)")
     parser.add_argument("--ray-address", help="Ray cluster to join (with --workers)")
+    parser.add_argument("--keep-games", action="store_true",
+                        help="also save each step's search games beside its network "
+                        "(OUT.games.npz; OUT_stepK.games.npz), to refit without searching")
+    parser.add_argument("--games-from", type=Path, metavar="GAMES.npz",
+                        help="fit to games saved by --keep-games instead of searching (one "
+                        "step; --search and --games are then the file's)")
     parser.add_argument("--no-progress", action="store_true",
                         help="hide the search games' progress (a bar on a terminal; off one, "
                         "as under nohup, a line a minute on stderr)")
@@ -72,6 +78,17 @@ def _check(args: argparse.Namespace) -> None:
     if args.out.suffix != ".zip":
         raise ValueError(f"--out {str(args.out)!r} must end in .zip")
     search_settings(args.search)
+    if args.games_from is not None:
+        if args.steps != 1:
+            raise ValueError("--games-from fits one step (the games were searched over one "
+                             f"network), got --steps {args.steps}")
+        if not args.games_from.is_file():
+            raise ValueError(f"--games-from {str(args.games_from)!r} is not a file")
+
+
+def games_path(network: Path) -> Path:
+    """Where ``--keep-games`` saves the games of the step that wrote ``network``."""
+    return network.with_suffix(".games.npz")
 
 
 def step_paths(out: Path, steps: int) -> list[Path]:
@@ -95,14 +112,22 @@ def main(argv: list[str] | None = None) -> int:
         _check(args)
         for step, target in enumerate(step_paths(args.out, args.steps), start=1):
             started = time.perf_counter()
-            print(f"step {step}/{args.steps}: {args.games} games of {args.search} over {source}",
-                  flush=True)
-            with progress_bar(args.games, False if args.no_progress else None) as bar:
+            searching = args.games_from is None
+            if searching:
+                print(f"step {step}/{args.steps}: {args.games} games of {args.search} over "
+                      f"{source}", flush=True)
+            else:
+                print(f"step {step}/{args.steps}: fitting {source} to the games in "
+                      f"{args.games_from}", flush=True)
+            quiet = args.no_progress or not searching
+            with progress_bar(args.games, False if quiet else None) as bar:
                 stats = distill_checkpoint(
                     source, target, args.search, args.games, seed=derived_seed(args.seed, step),
                     epochs=args.epochs, learning_rate=args.learning_rate, anchor=args.anchor,
                     workers=args.workers, ray_address=args.ray_address,
                     value_fit=args.value_fit, on_games_done=bar.update,
+                    games_out=games_path(target) if args.keep_games else None,
+                    games_in=args.games_from,
                 )
             print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions, the network "
                   f"played the searched move {stats['agreement_before']:.1%} before the fit, "

@@ -17,6 +17,8 @@ alone, so the data is the same in this process or on any number of Ray workers
 
 from __future__ import annotations
 
+import json
+import zipfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -24,6 +26,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from agents.atomic import atomic_path
 from agents.ppo.imitation import RecordedGames, chunk_seed, chunk_sizes, record_games, run_chunks
 from agents.ppo.shaping import grid_potential
 from agents.registry import make_agent
@@ -34,6 +37,12 @@ from skyjo_env.encoding import ObservationLayout
 EXPERT_CHUNK_GAMES = 16
 #: Minibatch of the fit: a step's few thousand decisions still give dozens of updates.
 EXPERT_BATCH_SIZE = 256
+#: Format tag of a saved games file (`save_recorded_games`).
+GAMES_FORMAT = "skyjo-rl-expert-games/1"
+
+
+class GamesFileError(ValueError):
+    """A saved games file that is missing, unreadable, or does not fit the network."""
 
 
 def teacher_spec(search: str, policy_path: str) -> str:
@@ -88,6 +97,69 @@ def collect_expert_games(
     parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address, should_stop,
                        on_chunk_done)
     return RecordedGames(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+
+
+def save_recorded_games(played: RecordedGames, path: str | Path, info: dict) -> None:
+    """Write search games to ``path`` (a compressed ``.npz`` of plain arrays, no pickles),
+    atomically, with ``info`` (JSON-able provenance: search, source, seed, games)."""
+    header = json.dumps({"format": GAMES_FORMAT, **info})
+    with atomic_path(path, suffix=".npz") as temporary:
+        np.savez_compressed(temporary, info=np.array(header), **played._asdict())
+
+
+def load_recorded_games(
+    path: str | Path, observation_size: int, num_actions: int
+) -> tuple[RecordedGames, dict]:
+    """Read a file of `save_recorded_games` and check it before anything trusts it.
+
+    Args:
+        path: The ``.npz`` file.
+        observation_size: O, the observation width of the network to fit.
+        num_actions: A, its number of actions.
+
+    Returns:
+        The games (observations float32 (N, O), masks bool (N, A), actions int64 (N,),
+        returns float64 (N,)) and their provenance (``info`` of the save).
+
+    Raises:
+        GamesFileError: No such file, not such a file (corrupt, truncated, another
+            format), or arrays of the wrong shape or dtype, actions outside their masks, or
+            returns that are not finite; the message names the file and the problem.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise GamesFileError(f"games file {str(path)!r} is not a file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in ("info", *RecordedGames._fields)}
+        info = json.loads(str(arrays.pop("info")))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise GamesFileError(
+            f"games file {str(path)!r} is not a readable skyjo-distill games file: {error}"
+        ) from error
+    if not isinstance(info, dict) or info.get("format") != GAMES_FORMAT:
+        raise GamesFileError(f"games file {str(path)!r} is not in format {GAMES_FORMAT}")
+    played = RecordedGames(**arrays)
+    rows = played.actions.shape[0] if played.actions.ndim == 1 else -1
+    expected = {
+        "observations": ((rows, observation_size), np.float32),
+        "masks": ((rows, num_actions), np.bool_),
+        "actions": ((rows,), np.int64),
+        "returns": ((rows,), np.float64),
+    }
+    for name, (shape, dtype) in expected.items():
+        array = getattr(played, name)
+        if array.shape != shape or array.dtype != dtype:
+            raise GamesFileError(
+                f"games file {str(path)!r}: {name} is {array.dtype} {array.shape}, the network "
+                f"needs {np.dtype(dtype)} {shape}"
+            )
+    if rows and (played.actions.min() < 0 or played.actions.max() >= num_actions
+                 or not played.masks[np.arange(rows), played.actions].all()):
+        raise GamesFileError(f"games file {str(path)!r}: an action outside its legal mask")
+    if not np.isfinite(played.returns).all():
+        raise GamesFileError(f"games file {str(path)!r}: returns that are not finite")
+    return played, info
 
 
 def value_targets(
@@ -159,6 +231,8 @@ def distill_checkpoint(
     ray_address: str | None = None,
     value_fit: bool = False,
     on_games_done: Callable[[int], None] | None = None,
+    games_out: str | Path | None = None,
+    games_in: str | Path | None = None,
 ) -> dict[str, float]:
     """One expert-iteration step on a saved network: search games over ``source``, the
     anchored fit, and the result saved to ``target`` (the same rules and architecture).
@@ -178,6 +252,10 @@ def distill_checkpoint(
         value_fit: Fit the critic to the games' returns as well.
         on_games_done: Called with the number of games each time a chunk of the search
             games ends (a progress bar: the games are most of a step's time).
+        games_out: Also save the search games there (`save_recorded_games`), so other
+            fits can reuse them.
+        games_in: Fit to games saved by an earlier step instead of searching (``search``
+            and ``games`` are then those of the file, recorded as ``games_from``).
 
     Returns:
         ``{"decisions", "agreement_before", "agreement_after", "loss"}``, plus
@@ -189,20 +267,29 @@ def distill_checkpoint(
 
     metadata = read_metadata(source)
     rules = SkyjoRules.from_dict(metadata["rules"])
-    played = collect_expert_games(
-        rules, teacher_spec(search, str(source)), games, seed=chunk_seed(seed, 0),
-        teacher_seed=chunk_seed(seed, 1), workers=workers, ray_address=ray_address,
-        on_chunk_done=on_games_done,
-    )
+    layout = ObservationLayout(rules)
+    provenance = {"source": str(source), "search": search, "games": games, "seed": seed}
+    if games_in is None:
+        played = collect_expert_games(
+            rules, teacher_spec(search, str(source)), games, seed=chunk_seed(seed, 0),
+            teacher_seed=chunk_seed(seed, 1), workers=workers, ray_address=ray_address,
+            on_chunk_done=on_games_done,
+        )
+    else:
+        played, saved = load_recorded_games(games_in, layout.size, 2 * rules.num_slots + 3)
+        provenance = {"source": str(source), "search": saved.get("search"),
+                      "games": saved.get("games"), "seed": seed,
+                      "games_from": {"path": str(games_in), **saved}}
+    if games_out is not None:
+        save_recorded_games(played, games_out, provenance)
     policy = build_policy(metadata, source, trainable=True)
     policy.load_state_dict(load_policy(source, metadata).state_dict())
     shaping = float((metadata.get("config") or {}).get("shaping", 0.0))
     with torch.random.fork_rng(devices=[]):
-        stats = fit_to_search(policy, played, ObservationLayout(rules), epochs, learning_rate,
+        stats = fit_to_search(policy, played, layout, epochs, learning_rate,
                               anchor, chunk_seed(seed, 2), shaping if value_fit else None)
-    distilled = {"source": str(source), "search": search, "games": games, "seed": seed,
-                 "epochs": epochs, "learning_rate": learning_rate, "anchor": anchor,
-                 "value_fit": value_fit}
+    distilled = {**provenance, "epochs": epochs, "learning_rate": learning_rate,
+                 "anchor": anchor, "value_fit": value_fit}
     history = [*metadata.get("distilled", []), distilled]
     save_checkpoint(SimpleNamespace(policy=policy), target, {**metadata, "distilled": history})
     return stats
@@ -216,11 +303,15 @@ def agreement(chosen: np.ndarray, searched: np.ndarray) -> float:
 __all__ = [
     "EXPERT_BATCH_SIZE",
     "EXPERT_CHUNK_GAMES",
+    "GAMES_FORMAT",
+    "GamesFileError",
     "agreement",
     "collect_expert_games",
     "distill_checkpoint",
     "expert_chunk",
     "fit_to_search",
+    "load_recorded_games",
+    "save_recorded_games",
     "teacher_spec",
     "value_targets",
 ]

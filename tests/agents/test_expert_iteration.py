@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -241,3 +242,49 @@ def test_distill_checkpoint__writes_a_loadable_fitted_network(tmp_path):
     distill_checkpoint(first, second, "search(samples=2,depth=2,leaf=critic)", games=1, seed=4)
     history = read_metadata(second)["distilled"]
     assert [step["source"] for step in history] == [str(shipped), str(first)]
+
+
+def _tiny_games(rows: int = 3, width: int = 5, actions: int = 4):
+    from agents.ppo.imitation import RecordedGames
+
+    masks = np.zeros((rows, actions), bool)
+    masks[:, 1] = True
+    return RecordedGames(np.ones((rows, width), np.float32), masks,
+                         np.ones(rows, np.int64), np.zeros(rows))
+
+
+def test_recorded_games__round_trip_with_their_provenance(tmp_path):
+    from agents.ppo.expert import load_recorded_games, save_recorded_games
+
+    played = _tiny_games()
+    save_recorded_games(played, tmp_path / "g.npz", {"search": "search", "games": 2})
+    loaded, info = load_recorded_games(tmp_path / "g.npz", 5, 4)
+    for name in played._fields:
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(played, name))
+        assert getattr(loaded, name).dtype == getattr(played, name).dtype
+    assert info["search"] == "search" and info["games"] == 2
+
+
+@pytest.mark.parametrize(
+    "change, width, words",
+    [
+        ({}, 6, "observations is float32 (3, 5), the network needs float32 (3, 6)"),
+        ({"actions": np.array([1, 2, 1])}, 5, "an action outside its legal mask"),
+        ({"returns": np.array([0.0, np.nan, 0.0])}, 5, "returns that are not finite"),
+        ({"actions": np.ones(3, np.int32)}, 5, "actions is int32 (3,)"),
+    ],
+)
+def test_load_recorded_games__names_what_does_not_fit(tmp_path, change, width, words):
+    from agents.ppo.expert import GamesFileError, load_recorded_games, save_recorded_games
+
+    save_recorded_games(_tiny_games()._replace(**change), tmp_path / "g.npz", {})
+    with pytest.raises(GamesFileError, match=re.escape(words)):
+        load_recorded_games(tmp_path / "g.npz", width, 4)
+
+
+def test_load_recorded_games__another_npz_is_refused(tmp_path):
+    from agents.ppo.expert import GamesFileError, load_recorded_games
+
+    np.savez(tmp_path / "other.npz", observations=np.zeros((1, 5), np.float32))
+    with pytest.raises(GamesFileError, match="not a readable skyjo-distill games file"):
+        load_recorded_games(tmp_path / "other.npz", 5, 4)

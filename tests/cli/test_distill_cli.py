@@ -72,3 +72,44 @@ def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, m
     assert code == 0, capsys.readouterr().err
     assert opened == [(2, False), (2, False)]  # one per step; --no-progress hides it
     assert counted == [2, 2]
+
+
+def test_main__kept_games_refit_the_same_network_without_searching(tmp_path, capsys):
+    import torch
+
+    from agents.ppo.checkpoint import load_policy
+
+    searched = tmp_path / "searched.zip"
+    assert main(["--checkpoint", str(SHIPPED), "--out", str(searched), "--games", "1",
+                 "--search", TINY, "--keep-games", "--no-progress"]) == 0
+    games = tmp_path / "searched.games.npz"
+    assert games.is_file()
+    refit = tmp_path / "refit.zip"
+    code = main(["--checkpoint", str(SHIPPED), "--out", str(refit), "--games-from", str(games)])
+    assert code == 0, capsys.readouterr().err
+    assert f"fitting {SHIPPED} to the games in {games}" in capsys.readouterr().out
+    # same games, same fit seed: the same weights as the step that searched
+    first, second = load_policy(searched).state_dict(), load_policy(refit).state_dict()
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    step = read_metadata(refit)["distilled"][-1]
+    assert step["search"] == TINY and step["games"] == 1
+    assert step["games_from"]["path"] == str(games)
+
+
+@pytest.mark.parametrize(
+    "content, extra, message",
+    [
+        (b"not a zip at all", [], "is not a readable skyjo-distill games file"),
+        (b"PK\x03\x04truncated", [], "is not a readable skyjo-distill games file"),
+        (None, ["--steps", "2"], "--games-from fits one step"),
+    ],
+)
+def test_main__bad_games_file_is_one_line_exit_2(tmp_path, capsys, content, extra, message):
+    games = tmp_path / "g.games.npz"
+    games.write_bytes(content or b"")
+    argv = ["--checkpoint", str(SHIPPED), "--out", str(tmp_path / "o.zip"),
+            "--games-from", str(games), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "o.zip").exists()
