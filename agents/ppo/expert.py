@@ -30,6 +30,7 @@ from agents.atomic import atomic_path
 from agents.ppo.imitation import RecordedGames, chunk_seed, chunk_sizes, record_games, run_chunks
 from agents.ppo.shaping import grid_potential
 from agents.registry import make_agent
+from skyjo_env.core import num_actions
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
 
@@ -276,10 +277,9 @@ def distill_checkpoint(
             on_chunk_done=on_games_done,
         )
     else:
-        played, saved = load_recorded_games(games_in, layout.size, 2 * rules.num_slots + 3)
-        provenance = {"source": str(source), "search": saved.get("search"),
-                      "games": saved.get("games"), "seed": seed,
-                      "games_from": {"path": str(games_in), **saved}}
+        played, saved = load_recorded_games(games_in, layout.size, num_actions(rules.num_slots))
+        provenance.update(search=saved.get("search"), games=saved.get("games"),
+                          games_from={"path": str(games_in), **saved})
     if games_out is not None:
         save_recorded_games(played, games_out, provenance)
     policy = build_policy(metadata, source, trainable=True)

@@ -70,7 +70,13 @@ from typing import Protocol
 import numpy as np
 
 from agents.search.observed import state_from_observations
-from skyjo_env.core import legal_action_mask, sample_information_set, step, unseen_counts
+from skyjo_env.core import (
+    legal_action_mask,
+    num_actions,
+    sample_information_set,
+    step,
+    unseen_counts,
+)
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
 from skyjo_env.core.layout import (
@@ -336,9 +342,10 @@ class SearchAgent:
             raise ValueError(
                 f"observations must have shape (N, {self.size}), got {observations.shape}"
             )
-        if masks.shape != (n, 2 * self.rules.num_slots + 3):
-            raise ValueError(f"action_masks must have shape ({n}, "
-                             f"{2 * self.rules.num_slots + 3}), got {masks.shape}")
+        actions_count = num_actions(self.rules.num_slots)
+        if masks.shape != (n, actions_count):
+            raise ValueError(f"action_masks must have shape ({n}, {actions_count}), "
+                             f"got {masks.shape}")
         legal_counts = masks.sum(axis=1)
         if n and legal_counts.min() == 0:
             raise ValueError(f"row {int(np.argmin(legal_counts))} has no legal action")
