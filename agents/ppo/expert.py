@@ -219,6 +219,55 @@ def fit_to_search(
             "decisions": float(len(played.actions))}
 
 
+def soft_search_targets(
+    prior: np.ndarray,
+    means: np.ndarray,
+    errors: np.ndarray,
+    base_actions: np.ndarray,
+    masks: np.ndarray,
+    temperature: float,
+    shrink: bool = False,
+) -> np.ndarray:
+    """Target distributions that move a policy towards the search's action values.
+
+    ``target(a) ~ prior(a) * exp(advantage(a) / temperature)``, the advantage being an
+    action's mean rollout value minus that of the base agent's choice (reward units: 0.01
+    = one point of margin). Actions the search did not try get the lowest advantage of
+    those it tried. With ``shrink``, each advantage ``d`` with standard error ``e`` is
+    scaled by ``d^2 / (d^2 + e^2)``, so differences within their noise barely move the
+    target. Unlike the search's pick (a hard label), this keeps the size of its evidence.
+
+    Args:
+        prior: float (R, A), the policy's own masked probabilities.
+        means, errors, base_actions: The search's evidence (`agents.search.ActionValues`):
+            float (R, A) with NaN where not tried, and int64 (R,).
+        masks: bool (R, A), the legal actions.
+        temperature: > 0; smaller moves further from the prior.
+        shrink: Shrink noisy advantages as above.
+
+    Returns:
+        float64 (R, A), rows summing to 1, zero on illegal actions.
+
+    Raises:
+        ValueError: A temperature that is not a positive finite number.
+    """
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    rows = np.arange(len(base_actions))
+    advantage = np.asarray(means, np.float64) - np.asarray(means, np.float64)[
+        rows, base_actions][:, None]
+    if shrink:
+        squared = np.nan_to_num(np.asarray(errors, np.float64), nan=0.0) ** 2
+        advantage = advantage * advantage**2 / np.maximum(advantage**2 + squared, 1e-300)
+    tried = np.isfinite(advantage)
+    floor = np.min(np.where(tried, advantage, np.inf), axis=1, keepdims=True)
+    logits = np.where(tried, advantage, floor) / temperature
+    weights = np.where(masks, np.asarray(prior, np.float64)
+                       * np.exp(logits - np.max(np.where(masks, logits, -np.inf), axis=1,
+                                                keepdims=True)), 0.0)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
 def distill_checkpoint(
     source: str | Path,
     target: str | Path,
@@ -312,6 +361,7 @@ __all__ = [
     "fit_to_search",
     "load_recorded_games",
     "save_recorded_games",
+    "soft_search_targets",
     "teacher_spec",
     "value_targets",
 ]

@@ -382,6 +382,7 @@ def clone_policy(
     value_targets: np.ndarray | None = None,
     anchor: float = 0.0,
     on_epoch_done: Callable[[], None] | None = None,
+    target_probabilities: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Fit the actor of a MaskablePPO policy to the demonstrations (masked cross-entropy),
     and its critic to ``value_targets`` when given (mean squared error).
@@ -410,6 +411,9 @@ def clone_policy(
         anchor: Weight of the policy's own prior distribution in the actor's target
             (0 <= anchor < 1; 0 = plain cloning).
         on_epoch_done: Called after each pass over the data (progress).
+        target_probabilities: float (N, A), a whole target distribution per row (zero on
+            illegal actions), fitted by cross-entropy instead of ``actions`` (then only
+            the accuracy's reference) and ``anchor`` (which must be 0).
 
     Returns:
         ``{"loss", "accuracy"}`` on the last epoch (accuracy of the greedy action), plus
@@ -419,6 +423,9 @@ def clone_policy(
 
     if not 0.0 <= anchor < 1.0:
         raise ValueError(f"anchor={anchor!r} is invalid: allowed 0 <= anchor < 1")
+    if target_probabilities is not None and anchor:
+        raise ValueError("anchor mixes the policy into one-hot targets; with "
+                         "target_probabilities mix them beforehand (anchor must be 0)")
     generator = np.random.default_rng(seed)
     parameters = actor_parameters(policy)
     if value_targets is not None:
@@ -428,7 +435,9 @@ def clone_policy(
     obs_t = torch.as_tensor(observations)
     mask_t = torch.as_tensor(masks)
     act_t = torch.as_tensor(actions)
-    prior = _action_probabilities(policy, obs_t, mask_t, batch_size) if anchor > 0 else None
+    prior = action_probabilities(policy, obs_t, mask_t, batch_size) if anchor > 0 else None
+    soft_t = (None if target_probabilities is None
+              else torch.as_tensor(np.asarray(target_probabilities, np.float32)))
     policy.set_training_mode(True)
     loss_sum = correct = seen = value_sum = 0.0
     for _ in range(epochs):
@@ -438,11 +447,17 @@ def clone_policy(
             rows = order[start : start + batch_size]
             features = policy.extract_features(obs_t[rows], policy.pi_features_extractor)
             logits = _masked_logits(policy, features, mask_t[rows])
-            loss = torch.nn.functional.cross_entropy(logits, act_t[rows])
-            if prior is not None:
+            if soft_t is not None:
+                target = soft_t[rows]
+            elif prior is not None:
                 target = (1.0 - anchor) * torch.nn.functional.one_hot(
                     act_t[rows], logits.shape[1]
                 ).to(logits.dtype) + anchor * prior[rows]
+            else:
+                target = None
+            if target is None:
+                loss = torch.nn.functional.cross_entropy(logits, act_t[rows])
+            else:
                 loss = -(target * torch.log_softmax(logits, dim=1)).sum(dim=1).mean()
             total = loss
             if value_targets is not None:
@@ -465,8 +480,9 @@ def clone_policy(
     return stats
 
 
-def _action_probabilities(policy, observations, masks, batch_size: int):
-    """The policy's masked action probabilities: float32 tensor (N, A), no gradient."""
+def action_probabilities(policy, observations, masks, batch_size: int = 4096):
+    """The policy's masked action probabilities: float32 tensor (N, A), no gradient, from
+    observations float32 tensor (N, O) and masks bool tensor (N, A)."""
     import torch
 
     parts = []

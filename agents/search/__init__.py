@@ -8,6 +8,7 @@ priors (``top_actions``).
 
 from agents.search.agent import (
     PPO_SEARCH,
+    ActionValues,
     RoundMarginValue,
     SearchAgent,
     SearchOptionError,
@@ -19,6 +20,7 @@ from agents.search.values import CriticValue, CriticValueError, PolicyPrior
 
 __all__ = [
     "PPO_SEARCH",
+    "ActionValues",
     "CriticValue",
     "CriticValueError",
     "ObservationMismatchError",

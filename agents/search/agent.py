@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -231,6 +231,23 @@ class PriorFunction(Protocol):
         """float (N, A) from observations float32 (N, O) and masks bool (N, A)."""
 
 
+class ActionValues(NamedTuple):
+    """The search's evidence on each candidate action of R decisions
+    (`SearchAgent.action_values`).
+
+    Attributes:
+        means: float64 (R, A), the mean rollout value of each tried action (seat 0's
+            units: the value function's), NaN for actions not tried.
+        errors: float64 (R, A), the standard error of each tried action's mean paired
+            advantage over the base agent's choice (0 for that choice), NaN if not tried.
+        base_actions: int64 (R,), the base agent's choices.
+    """
+
+    means: np.ndarray
+    errors: np.ndarray
+    base_actions: np.ndarray
+
+
 def expected_grid_scores(state: BatchState) -> np.ndarray:
     """Face-up sum plus, per face-down card, the mean of the cards seat 0 cannot locate.
 
@@ -363,10 +380,51 @@ class SearchAgent:
         setup = np.flatnonzero((phases == Phase.INITIAL_REVEAL) & (legal_counts > 1))
         if setup.size:
             actions[setup] = self.base.act(observations[setup], masks[setup])
-        searched = np.flatnonzero((phases != Phase.INITIAL_REVEAL) & (legal_counts > 1))
+        searched = np.flatnonzero(_is_searched(phases, legal_counts))
         if searched.size:
             actions[searched] = self._search(observations[searched], masks[searched])
         return actions
+
+    def action_values(self, observations: np.ndarray, masks: np.ndarray) -> ActionValues:
+        """What the search knows of each candidate action, without choosing: the mean
+        rollout value of every action it tries on ``samples`` samples (no time budget, no
+        retest), and the standard error of its paired difference with the base agent's
+        choice (training targets that keep the search's evidence, not just its pick).
+
+        Args:
+            observations: float32 (R, O), each from the seat to act, none in the setup
+                phase (`searchable_rows`).
+            masks: bool (R, A), two or more legal actions per row.
+
+        Returns:
+            `ActionValues` (NaN for the actions not tried).
+
+        Raises:
+            ValueError: A row the search does not decide (setup phase, one legal action).
+        """
+        observations = np.asarray(observations)
+        masks = np.asarray(masks, dtype=bool)
+        searchable = self.searchable_rows(observations, masks)
+        if not searchable.all():
+            raise ValueError(f"row {int(np.argmin(searchable))} is not searched (setup phase "
+                             "or fewer than two legal actions)")
+        base_actions = np.asarray(self.base.act(observations, masks), np.int64)
+        candidates = self._candidates(observations, masks, base_actions)
+        root = state_from_observations(self.rules, observations)
+        values = self._sampled_values(root, candidates, self.options.samples)
+        rows = np.arange(values.shape[0])
+        difference = values - values[rows, base_actions][:, None, :]
+        samples = values.shape[2]
+        error = (difference.std(axis=2, ddof=1) / np.sqrt(samples) if samples > 1
+                 else np.zeros(candidates.shape))
+        return ActionValues(np.where(candidates, values.mean(axis=2), np.nan),
+                            np.where(candidates, error, np.nan), base_actions)
+
+    def searchable_rows(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Rows the search decides (past the setup phase, two or more legal actions):
+        bool (R,) from observations float32 (R, O) and masks bool (R, A)."""
+        phases = self._encoder.decode(np.asarray(observations))["phase"]
+        return _is_searched(phases, np.asarray(masks).sum(axis=1))
 
     def _search(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """The best action of every row by the mean rollout value (ties: lower id), kept
@@ -563,6 +621,12 @@ def choose(
     return np.where(switch, best, base_actions)
 
 
+def _is_searched(phases: np.ndarray, legal_counts: np.ndarray) -> np.ndarray:
+    """The decisions the search makes: past the setup phase (whose reveals the base agent
+    decides), with a choice to make. bool (R,) from int (R,) phases and legal counts."""
+    return (phases != Phase.INITIAL_REVEAL) & (legal_counts > 1)
+
+
 def _concatenate(batches: list[BatchState]) -> BatchState:
     """One batch holding the games of ``batches`` (same rules) in order."""
     if len(batches) == 1:
@@ -574,6 +638,7 @@ def _concatenate(batches: list[BatchState]) -> BatchState:
 
 __all__ = [
     "PPO_SEARCH",
+    "ActionValues",
     "ROLLOUT_PRECISIONS",
     "PriorFunction",
     "RoundMarginValue",

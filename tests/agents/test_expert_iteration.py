@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs
-from agents.ppo.expert import agreement, collect_expert_games, teacher_spec, value_targets
+from agents.ppo.expert import (
+    agreement,
+    collect_expert_games,
+    soft_search_targets,
+    teacher_spec,
+    value_targets,
+)
 from agents.ppo.imitation import (
     ChunksStopped,
     _discounted_returns,
@@ -94,6 +100,30 @@ def test_value_targets__subtract_the_shaping_potential():
         shaped, played.returns - 0.5 * grid_potential(played.observations, layout)
     )
     assert not np.allclose(shaped, played.returns)
+
+
+def test_soft_search_targets__known_answers():
+    nan = np.nan
+    prior = np.array([[0.5, 0.25, 0.25, 0.0], [0.25, 0.25, 0.25, 0.25]])
+    masks = np.array([[True, True, True, False], [True, True, True, True]])
+    # row 0: action 1 is 3 points better than the base (0), action 2 was not tried;
+    # row 1: base 3, action 0 one point worse, actions 1 and 2 not tried
+    means = np.array([[0.10, 0.13, nan, nan], [0.19, nan, nan, 0.20]])
+    errors = np.array([[0.0, 0.03, nan, nan], [0.01, nan, nan, 0.0]])
+    base = np.array([0, 3])
+    targets = soft_search_targets(prior, means, errors, base, masks, temperature=0.03)
+    e = np.exp(1.0)
+    # untried actions get the lowest tried advantage: 0 in row 0, -0.01 in row 1
+    np.testing.assert_allclose(targets[0], np.array([0.5, 0.25 * e, 0.25, 0]) / (0.75 + 0.25 * e))
+    low = np.exp(-1 / 3)
+    np.testing.assert_allclose(targets[1], np.array([low, low, low, 1]) / (3 * low + 1))
+    # shrinking: an advantage of 0.03 with error 0.03 counts half
+    shrunk = soft_search_targets(prior, means, errors, base, masks, 0.03, shrink=True)
+    half = np.exp(0.5)
+    np.testing.assert_allclose(shrunk[0], np.array([0.5, 0.25 * half, 0.25, 0])
+                               / (0.75 + 0.25 * half))
+    with pytest.raises(ValueError, match="temperature must be"):
+        soft_search_targets(prior, means, errors, base, masks, temperature=0.0)
 
 
 def test_collect_expert_games__search_games_are_seeded_and_legal():
@@ -288,3 +318,28 @@ def test_load_recorded_games__another_npz_is_refused(tmp_path):
     np.savez(tmp_path / "other.npz", observations=np.zeros((1, 5), np.float32))
     with pytest.raises(GamesFileError, match="not a readable skyjo-distill games file"):
         load_recorded_games(tmp_path / "other.npz", 5, 4)
+
+
+def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
+    import subprocess
+    import sys
+
+    from agents.ppo.expert import save_recorded_games
+    from agents.ppo.imitation import record_games
+
+    games = tmp_path / "few.games.npz"
+    save_recorded_games(record_games(RULES, [make_agent("ev", RULES, seed=0)], 2, seed=1),
+                        games, {"search": "none: ev self-play"})
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, str(root / "benchmarks" / "soft_distill.py"), "--games",
+               str(games), "--search", TINY_SEARCH, "--parts", "1", "--fit", "0.03", "1", "1",
+               "1e-4", "--eval-games", "4", "--out-dir", str(tmp_path / "fits")]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert re.search(r"^t0\.03_shrink_e1_lr0\.0001 .*%", first.stdout, re.MULTILINE), first.stdout
+    fitted = make_agent(f"ppo:{tmp_path / 'fits' / 't0.03_shrink_e1_lr0.0001.zip'}", RULES, 0)
+    with np.load(games) as data:
+        observations, masks = data["observations"], data["masks"]
+    assert masks[np.arange(len(masks)), fitted.act(observations, masks)].all()
+    again = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=300)
+    assert "labels: read" in again.stdout  # the saved labels are reused

@@ -446,3 +446,33 @@ def test_make_agent__bfloat16_rollouts_over_a_shipped_model():
     observations, masks = _observations_of_played_games(SkyjoRules(), games=1, seed=2, every=13)
     actions = agent.act(observations[:6], masks[:6])
     assert masks[np.arange(6), actions].all()
+
+
+def test_action_values__are_the_means_the_search_chooses_by():
+    rules = SkyjoRules()
+    observations, masks = _observations_of_played_games(rules, games=2, seed=8, every=5)
+    base = make_agent("ev", rules, 0)
+    options = SearchOptions(samples=3, depth=4, confidence_z=0)
+    searchable = SearchAgent(base, rules, seed=1, options=options).searchable_rows(
+        observations, masks)
+    assert 0 < searchable.sum() < len(searchable)  # setup reveals and forced moves are not
+    observations, masks = observations[searchable][:50], masks[searchable][:50]
+    values = SearchAgent(base, rules, seed=2, options=options).action_values(observations, masks)
+    rows = np.arange(len(masks))
+    assert values.means.shape == values.errors.shape == masks.shape
+    np.testing.assert_array_equal(np.isfinite(values.means), masks)  # every legal action tried
+    np.testing.assert_array_equal(values.base_actions, base.act(observations, masks))
+    np.testing.assert_array_equal(values.errors[rows, values.base_actions], 0.0)
+    assert (values.errors[masks] >= 0).all()
+    # with z = 0 the search plays the best mean (lowest id among ties) of the same samples
+    chosen = SearchAgent(base, rules, seed=2, options=options).act(observations, masks)
+    np.testing.assert_array_equal(chosen, np.nanargmax(values.means, axis=1))
+    assert (chosen != values.base_actions).any()
+
+
+def test_action_values__refuse_rows_the_search_does_not_decide():
+    rules = SkyjoRules()
+    observations, masks = _observations_of_played_games(rules, games=1, seed=8)
+    agent = SearchAgent(make_agent("ev", rules, 0), rules, seed=1, options=FAST)
+    with pytest.raises(ValueError, match="row 0 is not searched"):
+        agent.action_values(observations[:1], masks[:1])  # the first setup reveal

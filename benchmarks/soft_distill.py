@@ -1,0 +1,201 @@
+"""Distil the search's action values (soft targets), not its picks, into a network.
+
+Expert iteration fits the network to the moves the search plays (`agents.ppo.expert`). On
+``ppo_2p`` that gained nothing measurable: the search switches the network's move in about
+13% of decisions, and a fit to those picks did not learn them (README, "Expert
+iteration"). A pick throws away how sure the search was. This script keeps it: every
+searched decision of a games file (``skyjo-distill --keep-games``) is labelled with the
+search's mean rollout value of each action it tries and the standard error of each
+action's paired advantage over the network's own move (`SearchAgent.action_values`); the
+network is then fitted by cross-entropy to ``prior * exp(advantage / temperature)``
+(`agents.ppo.expert.soft_search_targets`, optionally with noisy advantages shrunk), and
+each fitted network plays ``ev`` on the same deals as the network it came from.
+
+Printed per fit: the share of labelled decisions whose target's most probable action is
+not the network's own move ("target moves"), how often the fitted network's greedy move
+is the target's most probable action ("agree after"; before the fit it is 100% minus
+"target moves"), and the win rate against ``ev`` with its 95% interval, beside
+the source network's on the same deals.
+
+Usage::
+
+    python benchmarks/soft_distill.py --games run.games.npz \\
+        [--checkpoint models/ppo_2p.zip] [--parts 2] \\
+        [--fit TEMPERATURE SHRINK EPOCHS LR ...] [--eval-games 2000] [--eval-seed 11]
+
+Labelling is the slow part (about 16 ms per decision on one core; ``--parts`` processes
+share the rows); its result is saved as ``--labels`` (default ``<games>.labels.npz``) and
+reused by a later run with the same games, checkpoint and search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+#: Decisions labelled per `SearchAgent.action_values` call.
+_CHUNK = 256
+#: Fits run when no --fit is given: (temperature, shrink, epochs, learning rate).
+DEFAULT_FITS = ((0.03, False, 2, 1e-4), (0.03, True, 2, 1e-4), (0.01, True, 4, 3e-4))
+
+
+def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) -> dict:
+    """Label every ``parts``-th searchable decision of ``games`` from ``part`` on.
+
+    Returns:
+        ``{"rows": int64 (R,), "means": float32 (R, A), "errors": float32 (R, A),
+        "base": int64 (R,)}`` (`agents.search.ActionValues` of those decisions).
+    """
+    import torch
+
+    from agents.ppo.checkpoint import read_metadata
+    from agents.registry import make_agent
+    from skyjo_env.core import SkyjoRules
+
+    torch.set_num_threads(1)
+    rules = SkyjoRules.from_dict(read_metadata(checkpoint)["rules"])
+    agent = make_agent(f"{search}:ppo:{checkpoint}", rules, seed=100 + part)
+    with np.load(games) as data:
+        observations, masks = data["observations"], data["masks"]
+    rows = np.flatnonzero(agent.searchable_rows(observations, masks))[part::parts]
+    means, errors, base = [], [], []
+    started = time.perf_counter()
+    for first in range(0, rows.size, _CHUNK):
+        chunk = rows[first : first + _CHUNK]
+        values = agent.action_values(observations[chunk], masks[chunk])
+        means.append(values.means.astype(np.float32))
+        errors.append(values.errors.astype(np.float32))
+        base.append(values.base_actions)
+        if (first // _CHUNK) % 40 == 0:
+            print(f"  part {part}: {first + chunk.size:,}/{rows.size:,} decisions, "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
+    return {"rows": rows, "means": np.concatenate(means), "errors": np.concatenate(errors),
+            "base": np.concatenate(base)}
+
+
+def labels(args: argparse.Namespace) -> dict:
+    """The labels of ``args.games``: read from ``args.labels`` when it was made from the
+    same inputs, else computed on ``args.parts`` processes and saved there."""
+    provenance = json.dumps({"games": str(args.games), "checkpoint": str(args.checkpoint),
+                             "search": args.search, "parts": args.parts})
+    if args.labels.is_file():
+        with np.load(args.labels) as saved:
+            if str(saved["provenance"]) == provenance:
+                print(f"labels: read {args.labels}")
+                return {name: saved[name] for name in ("rows", "means", "errors", "base")}
+    print(f"labels: {args.search} over {args.checkpoint} on {args.games}, {args.parts} "
+          "processes", flush=True)
+    started = time.perf_counter()
+    jobs = [(str(args.checkpoint), args.search, str(args.games), part, args.parts)
+            for part in range(args.parts)]
+    with multiprocessing.get_context("spawn").Pool(args.parts) as pool:
+        results = pool.starmap(label_part, jobs)
+    merged = {name: np.concatenate([r[name] for r in results]) for name in results[0]}
+    np.savez(args.labels, provenance=np.array(provenance), **merged)
+    print(f"labels: {merged['rows'].size:,} decisions in {time.perf_counter() - started:.0f} s,"
+          f" saved to {args.labels}", flush=True)
+    return merged
+
+
+def fit(args: argparse.Namespace, labelled: dict, setting: tuple, out: Path) -> dict:
+    """Fit a copy of the checkpoint to the soft targets of ``setting`` and save it.
+
+    Returns:
+        ``{"changed", "agree_after"}``: the share of decisions whose target's argmax is
+        not the network's move (before the fit), and the share where the fitted network's
+        greedy move is the target's argmax.
+    """
+    import torch
+
+    from agents.ppo.checkpoint import build_policy, load_policy, read_metadata, save_checkpoint
+    from agents.ppo.expert import EXPERT_BATCH_SIZE, soft_search_targets
+    from agents.ppo.imitation import action_probabilities, clone_policy
+
+    temperature, shrink, epochs, learning_rate = setting
+    metadata = read_metadata(args.checkpoint)
+    policy = build_policy(metadata, args.checkpoint, trainable=True)
+    policy.load_state_dict(load_policy(args.checkpoint, metadata).state_dict())
+    with np.load(args.games) as data:
+        observations = data["observations"][labelled["rows"]]
+        masks = data["masks"][labelled["rows"]]
+    obs_t, mask_t = torch.as_tensor(observations), torch.as_tensor(masks)
+    prior = action_probabilities(policy, obs_t, mask_t).double().numpy()
+    targets = soft_search_targets(prior, labelled["means"], labelled["errors"],
+                                  labelled["base"], masks, temperature, shrink)
+    wanted = targets.argmax(axis=1)
+    clone_policy(policy, observations, masks, wanted, epochs, batch_size=EXPERT_BATCH_SIZE,
+                 learning_rate=learning_rate, seed=0, target_probabilities=targets)
+    after = action_probabilities(policy, obs_t, mask_t).numpy()
+    record = {"soft_targets": {"temperature": temperature, "shrink": shrink, "epochs": epochs,
+                               "learning_rate": learning_rate, "games": str(args.games),
+                               "search": args.search, "source": str(args.checkpoint)}}
+    save_checkpoint(SimpleNamespace(policy=policy), out,
+                    {**metadata, "distilled": [*metadata.get("distilled", []), record]})
+    own = prior.argmax(axis=1)
+    return {"changed": float(np.mean(wanted != own)),
+            "agree_after": float(np.mean(after.argmax(axis=1) == wanted))}
+
+
+def win_rate_against_ev(network: Path, games: int, seed: int) -> tuple[float, float, float]:
+    """``ppo:network`` against ``ev``: win rate and its 95% interval, in percent."""
+    from agents.evaluation.tournament import play_tournament
+    from agents.ppo.checkpoint import read_metadata
+    from agents.registry import make_agent
+    from skyjo_env.core import SkyjoRules
+
+    rules = SkyjoRules.from_dict(read_metadata(network)["rules"])
+    agents = [make_agent(f"ppo:{network}", rules, seed=0), make_agent("ev", rules, seed=1)]
+    stats = play_tournament(agents, rules, games, seed, progress=False, ratings=False).agents[0]
+    return 100 * stats.win_rate, 100 * stats.win_rate_ci[0], 100 * stats.win_rate_ci[1]
+
+
+def main() -> None:
+    """Label, fit each setting, and compare the fitted networks against ``ev``."""
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", type=Path, required=True,
+                        help="a skyjo-distill --keep-games file")
+    parser.add_argument("--checkpoint", type=Path, default=Path("models/ppo_2p.zip"))
+    parser.add_argument("--search", default="search(samples=64,leaf=critic,depth=12,"
+                        "top_actions=4)", help="search spec without its base")
+    parser.add_argument("--parts", type=int, default=2, help="labelling processes")
+    parser.add_argument("--labels", type=Path, help="default: <games>.labels.npz")
+    parser.add_argument("--fit", nargs=4, action="append", metavar=("TEMPERATURE", "SHRINK",
+                        "EPOCHS", "LR"), help="a fit (SHRINK 0 or 1); repeat for several")
+    parser.add_argument("--out-dir", type=Path, default=Path("runs/soft_distill"))
+    parser.add_argument("--eval-games", type=int, default=2000)
+    parser.add_argument("--eval-seed", type=int, default=11)
+    args = parser.parse_args()
+    args.labels = args.labels or args.games.with_suffix(".labels.npz")
+    settings = DEFAULT_FITS if not args.fit else tuple(
+        (float(t), bool(int(s)), int(e), float(lr)) for t, s, e, lr in args.fit)
+    torch.set_num_threads(1)
+    labelled = labels(args)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    rate, low, high = win_rate_against_ev(args.checkpoint, args.eval_games, args.eval_seed)
+    print(f"\n{args.eval_games} games against ev, seed {args.eval_seed}; "
+          f"{labelled['rows'].size:,} labelled decisions")
+    print(f"{'fit':<34} {'target moves':>12} {'agree after':>11} "
+          f"{'win rate':>9} {'95% CI':>14} {'vs source':>9}")
+    print(f"{'source ' + args.checkpoint.name:<34} {'':>12} {'':>11} {rate:>8.1f}% "
+          f"{f'[{low:.1f}, {high:.1f}]':>14} {'':>9}", flush=True)
+    for setting in settings:
+        temperature, shrink, epochs, learning_rate = setting
+        name = f"t{temperature:g}_{'shrink' if shrink else 'raw'}_e{epochs}_lr{learning_rate:g}"
+        out = args.out_dir / f"{name}.zip"
+        stats = fit(args, labelled, setting, out)
+        fitted, f_low, f_high = win_rate_against_ev(out, args.eval_games, args.eval_seed)
+        print(f"{name:<34} {stats['changed']:>12.1%} {stats['agree_after']:>11.1%} "
+              f"{fitted:>8.1f}% "
+              f"{f'[{f_low:.1f}, {f_high:.1f}]':>14} {fitted - rate:>+9.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
