@@ -21,7 +21,8 @@ Usage::
 
     python benchmarks/soft_distill.py --games run.games.npz \\
         [--checkpoint models/ppo_2p.zip] [--parts 2] \\
-        [--fit TEMPERATURE SHRINK EPOCHS LR ...] [--eval-games 2000] [--eval-seed 11]
+        [--fit TEMPERATURE SHRINK EPOCHS LR ...] [--eval-games 2000] [--eval-seed 11] \\
+        [--capacity-check 8000]
 
 Labelling is the slow part (about 16 ms per decision on one core; ``--parts`` processes
 share the rows); its result is saved as ``--labels`` (default ``<games>.labels.npz``) and
@@ -142,6 +143,30 @@ def fit(args: argparse.Namespace, labelled: dict, setting: tuple, out: Path) -> 
             "agree_after": float(np.mean(after.argmax(axis=1) == wanted))}
 
 
+def capacity_check(args: argparse.Namespace, labelled: dict, rows: int,
+                   epochs: int = 60) -> dict:
+    """Can the network even memorise the search's best-mean actions? Fits a copy of the
+    checkpoint to the best mean action of the first ``rows`` labelled decisions (hard
+    labels, lr 1e-3, ``epochs`` passes) and returns ``{"differs", "accuracy"}``: the share
+    of them where that action is not the network's own move, and the fit's training
+    accuracy in its last pass. High accuracy with no gain in play means the labels are
+    noise to the network, not beyond its capacity."""
+    from agents.ppo.checkpoint import build_policy, load_policy, read_metadata
+    from agents.ppo.imitation import clone_policy
+
+    metadata = read_metadata(args.checkpoint)
+    policy = build_policy(metadata, args.checkpoint, trainable=True)
+    policy.load_state_dict(load_policy(args.checkpoint, metadata).state_dict())
+    with np.load(args.games) as data:
+        observations = data["observations"][labelled["rows"][:rows]]
+        masks = data["masks"][labelled["rows"][:rows]]
+    best = np.nanargmax(labelled["means"][:rows], axis=1)
+    stats = clone_policy(policy, observations, masks, best, epochs, batch_size=256,
+                         learning_rate=1e-3, seed=0)
+    return {"differs": float(np.mean(best != labelled["base"][:rows])),
+            "accuracy": stats["accuracy"]}
+
+
 def win_rate_against_ev(network: Path, games: int, seed: int) -> tuple[float, float, float]:
     """``ppo:network`` against ``ev``: win rate and its 95% interval, in percent."""
     from agents.evaluation.tournament import play_tournament
@@ -172,6 +197,9 @@ def main() -> None:
     parser.add_argument("--out-dir", type=Path, default=Path("runs/soft_distill"))
     parser.add_argument("--eval-games", type=int, default=2000)
     parser.add_argument("--eval-seed", type=int, default=11)
+    parser.add_argument("--capacity-check", type=int, default=0, metavar="N",
+                        help="also fit a copy to the best-mean actions of N decisions for "
+                        "60 epochs and print how well it memorises them (0: skip)")
     args = parser.parse_args()
     args.labels = args.labels or args.games.with_suffix(".labels.npz")
     settings = DEFAULT_FITS if not args.fit else tuple(
@@ -195,6 +223,11 @@ def main() -> None:
         print(f"{name:<34} {stats['changed']:>12.1%} {stats['agree_after']:>11.1%} "
               f"{fitted:>8.1f}% "
               f"{f'[{f_low:.1f}, {f_high:.1f}]':>14} {fitted - rate:>+9.1f}", flush=True)
+    if args.capacity_check:
+        check = capacity_check(args, labelled, args.capacity_check)
+        print(f"\ncapacity check: on {args.capacity_check:,} decisions the best mean is not the "
+              f"network's move in {check['differs']:.1%}; fitted to them for 60 epochs, the "
+              f"network plays it in {check['accuracy']:.1%} (training accuracy)")
 
 
 if __name__ == "__main__":

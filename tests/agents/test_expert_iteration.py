@@ -341,5 +341,7 @@ def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     with np.load(games) as data:
         observations, masks = data["observations"], data["masks"]
     assert masks[np.arange(len(masks)), fitted.act(observations, masks)].all()
-    again = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=300)
+    again = subprocess.run([*command, "--capacity-check", "20"], capture_output=True,
+                           text=True, cwd=root, timeout=300)
     assert "labels: read" in again.stdout  # the saved labels are reused
+    assert re.search(r"capacity check: on 20 decisions .* plays it in \d+\.\d%", again.stdout)
