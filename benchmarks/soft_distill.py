@@ -14,8 +14,9 @@ each fitted network plays ``ev`` on the same deals as the network it came from.
 Printed per fit: the share of labelled decisions whose target's most probable action is
 not the network's own move ("target moves"), how often the fitted network's greedy move
 is the target's most probable action ("agree after"; before the fit it is 100% minus
-"target moves"), and the win rate against ``ev`` with its 95% interval, beside
-the source network's on the same deals.
+"target moves"), and the win rate against ``ev`` with its 95% interval, and its difference
+from the source network's on the same deals with the interval of that paired difference
+(over deal groups: the same deals cancel much of the luck).
 
 Usage::
 
@@ -167,8 +168,9 @@ def capacity_check(args: argparse.Namespace, labelled: dict, rows: int,
             "accuracy": stats["accuracy"]}
 
 
-def win_rate_against_ev(network: Path, games: int, seed: int) -> tuple[float, float, float]:
-    """``ppo:network`` against ``ev``: win rate and its 95% interval, in percent."""
+def deal_win_shares(network: Path, games: int, seed: int) -> np.ndarray:
+    """``ppo:network`` against ``ev``: its mean win share per deal group, float64 (D,)
+    (the same deals for every network with the same ``games`` and ``seed``)."""
     from agents.evaluation.tournament import play_tournament
     from agents.ppo.checkpoint import read_metadata
     from agents.registry import make_agent
@@ -176,8 +178,19 @@ def win_rate_against_ev(network: Path, games: int, seed: int) -> tuple[float, fl
 
     rules = SkyjoRules.from_dict(read_metadata(network)["rules"])
     agents = [make_agent(f"ppo:{network}", rules, seed=0), make_agent("ev", rules, seed=1)]
-    stats = play_tournament(agents, rules, games, seed, progress=False, ratings=False).agents[0]
-    return 100 * stats.win_rate, 100 * stats.win_rate_ci[0], 100 * stats.win_rate_ci[1]
+    records = play_tournament(agents, rules, games, seed, progress=False, ratings=False).records
+    return np.bincount(records.deal, weights=records.win_share[:, 0]) / np.bincount(records.deal)
+
+
+def interval_text(shares: np.ndarray, signed: bool = False) -> str:
+    """``"72.0% [71.2, 72.9]"`` (or ``"+1.2 [+0.6, +1.8]"`` with ``signed``): the mean of
+    per-deal values float (D,) and its 95% Student-t interval, in percent."""
+    from agents.evaluation.statistics import mean_confidence_interval
+
+    mean, low, high = (100 * value for value in mean_confidence_interval(shares))
+    if signed:
+        return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}]"
+    return f"{mean:.1f}% [{low:.1f}, {high:.1f}]"
 
 
 def main() -> None:
@@ -207,22 +220,22 @@ def main() -> None:
     torch.set_num_threads(1)
     labelled = labels(args)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    rate, low, high = win_rate_against_ev(args.checkpoint, args.eval_games, args.eval_seed)
+    source = deal_win_shares(args.checkpoint, args.eval_games, args.eval_seed)
     print(f"\n{args.eval_games} games against ev, seed {args.eval_seed}; "
           f"{labelled['rows'].size:,} labelled decisions")
-    print(f"{'fit':<34} {'target moves':>12} {'agree after':>11} "
-          f"{'win rate':>9} {'95% CI':>14} {'vs source':>9}")
-    print(f"{'source ' + args.checkpoint.name:<34} {'':>12} {'':>11} {rate:>8.1f}% "
-          f"{f'[{low:.1f}, {high:.1f}]':>14} {'':>9}", flush=True)
+    print(f"{'fit':<30} {'target moves':>12} {'agree after':>11}  {'win rate, 95% CI':<20} "
+          "minus the source's on the same deals")
+    print(f"{'source ' + args.checkpoint.name:<30} {'':>12} {'':>11}  "
+          f"{interval_text(source):<20}", flush=True)
     for setting in settings:
         temperature, shrink, epochs, learning_rate = setting
         name = f"t{temperature:g}_{'shrink' if shrink else 'raw'}_e{epochs}_lr{learning_rate:g}"
         out = args.out_dir / f"{name}.zip"
         stats = fit(args, labelled, setting, out)
-        fitted, f_low, f_high = win_rate_against_ev(out, args.eval_games, args.eval_seed)
-        print(f"{name:<34} {stats['changed']:>12.1%} {stats['agree_after']:>11.1%} "
-              f"{fitted:>8.1f}% "
-              f"{f'[{f_low:.1f}, {f_high:.1f}]':>14} {fitted - rate:>+9.1f}", flush=True)
+        fitted = deal_win_shares(out, args.eval_games, args.eval_seed)
+        print(f"{name:<30} {stats['changed']:>12.1%} {stats['agree_after']:>11.1%}  "
+              f"{interval_text(fitted):<20} {interval_text(fitted - source, signed=True)}",
+              flush=True)
     if args.capacity_check:
         check = capacity_check(args, labelled, args.capacity_check)
         print(f"\ncapacity check: on {args.capacity_check:,} decisions the best mean is not the "

@@ -13,6 +13,9 @@ the search works, so each step moves the network towards them (Anthony et al., 2
 The games come in chunks of `EXPERT_CHUNK_GAMES`, seeded from root seeds and the chunk index
 alone, so the data is the same in this process or on any number of Ray workers
 (`agents.ppo.imitation.run_chunks`).
+
+`soft_search_targets` builds targets from the search's action values instead of its picks
+(`agents.search.SearchAgent.action_values`; measured in `benchmarks/soft_distill.py`).
 """
 
 from __future__ import annotations

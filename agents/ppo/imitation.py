@@ -392,7 +392,7 @@ def clone_policy(
     probabilities before the fit), a cross-entropy towards a mix that keeps what the
     policy already does where the teacher agrees and moves part of the mass where it does
     not. Measured for expert iteration (`agents.ppo.expert`): distilling 64 games of the
-    critic search into the shipped 2-player network took it from 69.6% to 72.4% against
+    critic search into the shipped 2-player network took it from 68.7% to 72.4% against
     `ev` with a = 0.5, and to 67.8% with a = 0 (2,000 games each); other game sets with
     a = 0.5 gave 71.3% (64 games) and 70.3% (192 games).
 

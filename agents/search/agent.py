@@ -59,6 +59,10 @@ All rollouts of all rows of one ``act`` call run in one batch (split when it wou
 ``max_rollout_games``), so a tournament's decisions are searched together. With a time
 budget, samples are added in passes until ``rows x budget_ms`` is spent (at least one
 pass); without one (the default), the agent is deterministic for a fixed seed.
+
+`SearchAgent.action_values` returns what the search measured instead of its pick: each
+tried action's mean value and the standard error of its paired advantage over the base
+agent's move (soft training targets, `agents.ppo.expert.soft_search_targets`).
 """
 
 from __future__ import annotations
