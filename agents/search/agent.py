@@ -356,17 +356,8 @@ class SearchAgent:
             ValueError: Arrays of the wrong shape, a row without a legal action, or an
                 observation no game under these rules can show.
         """
-        observations = np.asarray(observations)
-        masks = np.asarray(action_masks, dtype=bool)
-        n = observations.shape[0] if observations.ndim == 2 else -1
-        if observations.ndim != 2 or observations.shape[1] != self.size:
-            raise ValueError(
-                f"observations must have shape (N, {self.size}), got {observations.shape}"
-            )
-        actions_count = num_actions(self.rules.num_slots)
-        if masks.shape != (n, actions_count):
-            raise ValueError(f"action_masks must have shape ({n}, {actions_count}), "
-                             f"got {masks.shape}")
+        observations, masks = self._checked(observations, action_masks)
+        n = observations.shape[0]
         legal_counts = masks.sum(axis=1)
         if n and legal_counts.min() == 0:
             raise ValueError(f"row {int(np.argmin(legal_counts))} has no legal action")
@@ -389,6 +380,22 @@ class SearchAgent:
             actions[searched] = self._search(observations[searched], masks[searched])
         return actions
 
+    def _checked(self, observations, action_masks) -> tuple[np.ndarray, np.ndarray]:
+        """The inputs as arrays, float (N, O) and bool (N, A), or a `ValueError` naming
+        the wrong shape."""
+        observations = np.asarray(observations)
+        masks = np.asarray(action_masks, dtype=bool)
+        n = observations.shape[0] if observations.ndim == 2 else -1
+        if observations.ndim != 2 or observations.shape[1] != self.size:
+            raise ValueError(
+                f"observations must have shape (N, {self.size}), got {observations.shape}"
+            )
+        actions_count = num_actions(self.rules.num_slots)
+        if masks.shape != (n, actions_count):
+            raise ValueError(f"action_masks must have shape ({n}, {actions_count}), "
+                             f"got {masks.shape}")
+        return observations, masks
+
     def action_values(self, observations: np.ndarray, masks: np.ndarray) -> ActionValues:
         """What the search knows of each candidate action, without choosing: the mean
         rollout value of every action it tries on ``samples`` samples (no time budget, no
@@ -404,10 +411,10 @@ class SearchAgent:
             `ActionValues` (NaN for the actions not tried).
 
         Raises:
-            ValueError: A row the search does not decide (setup phase, one legal action).
+            ValueError: Arrays of the wrong shape, or a row the search does not decide
+                (setup phase, one legal action).
         """
-        observations = np.asarray(observations)
-        masks = np.asarray(masks, dtype=bool)
+        observations, masks = self._checked(observations, masks)
         searchable = self.searchable_rows(observations, masks)
         if not searchable.all():
             raise ValueError(f"row {int(np.argmin(searchable))} is not searched (setup phase "

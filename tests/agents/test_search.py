@@ -476,3 +476,5 @@ def test_action_values__refuse_rows_the_search_does_not_decide():
     agent = SearchAgent(make_agent("ev", rules, 0), rules, seed=1, options=FAST)
     with pytest.raises(ValueError, match="row 0 is not searched"):
         agent.action_values(observations[:1], masks[:1])  # the first setup reveal
+    with pytest.raises(ValueError, match="observations must have shape"):
+        agent.action_values(observations[:1, :5], masks[:1])
