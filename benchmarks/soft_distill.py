@@ -47,6 +47,18 @@ _CHUNK = 256
 DEFAULT_FITS = ((0.03, False, 2, 1e-4), (0.03, True, 2, 1e-4), (0.01, True, 4, 3e-4))
 
 
+def read_games(games: str | Path, rules) -> tuple[np.ndarray, np.ndarray]:
+    """Observations float32 (N, O) and masks bool (N, A) of a kept games file, checked
+    against ``rules`` first (`agents.ppo.expert.load_recorded_games`)."""
+    from agents.ppo.expert import load_recorded_games
+    from skyjo_env.core import num_actions
+    from skyjo_env.encoding import ObservationLayout
+
+    played, _ = load_recorded_games(games, ObservationLayout(rules).size,
+                                    num_actions(rules.num_slots))
+    return played.observations, played.masks
+
+
 def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) -> dict:
     """Label every ``parts``-th searchable decision of ``games`` from ``part`` on.
 
@@ -63,8 +75,7 @@ def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) 
     torch.set_num_threads(1)
     rules = SkyjoRules.from_dict(read_metadata(checkpoint)["rules"])
     agent = make_agent(f"{search}:ppo:{checkpoint}", rules, seed=100 + part)
-    with np.load(games) as data:
-        observations, masks = data["observations"], data["masks"]
+    observations, masks = read_games(games, rules)
     rows = np.flatnonzero(agent.searchable_rows(observations, masks))[part::parts]
     means, errors, base = [], [], []
     started = time.perf_counter()
@@ -118,14 +129,14 @@ def fit(args: argparse.Namespace, labelled: dict, setting: tuple, out: Path) -> 
     from agents.ppo.checkpoint import build_policy, load_policy, read_metadata, save_checkpoint
     from agents.ppo.expert import EXPERT_BATCH_SIZE, soft_search_targets
     from agents.ppo.imitation import action_probabilities, clone_policy
+    from skyjo_env.core import SkyjoRules
 
     temperature, shrink, epochs, learning_rate = setting
     metadata = read_metadata(args.checkpoint)
     policy = build_policy(metadata, args.checkpoint, trainable=True)
     policy.load_state_dict(load_policy(args.checkpoint, metadata).state_dict())
-    with np.load(args.games) as data:
-        observations = data["observations"][labelled["rows"]]
-        masks = data["masks"][labelled["rows"]]
+    observations, masks = read_games(args.games, SkyjoRules.from_dict(metadata["rules"]))
+    observations, masks = observations[labelled["rows"]], masks[labelled["rows"]]
     obs_t, mask_t = torch.as_tensor(observations), torch.as_tensor(masks)
     prior = action_probabilities(policy, obs_t, mask_t).double().numpy()
     targets = soft_search_targets(prior, labelled["means"], labelled["errors"],
@@ -154,13 +165,14 @@ def capacity_check(args: argparse.Namespace, labelled: dict, rows: int,
     noise to the network, not beyond its capacity."""
     from agents.ppo.checkpoint import build_policy, load_policy, read_metadata
     from agents.ppo.imitation import clone_policy
+    from skyjo_env.core import SkyjoRules
 
     metadata = read_metadata(args.checkpoint)
     policy = build_policy(metadata, args.checkpoint, trainable=True)
     policy.load_state_dict(load_policy(args.checkpoint, metadata).state_dict())
-    with np.load(args.games) as data:
-        observations = data["observations"][labelled["rows"][:rows]]
-        masks = data["masks"][labelled["rows"][:rows]]
+    observations, masks = read_games(args.games, SkyjoRules.from_dict(metadata["rules"]))
+    observations = observations[labelled["rows"][:rows]]
+    masks = masks[labelled["rows"][:rows]]
     best = np.nanargmax(labelled["means"][:rows], axis=1)
     stats = clone_policy(policy, observations, masks, best, epochs, batch_size=256,
                          learning_rate=1e-3, seed=0)
