@@ -424,10 +424,7 @@ class SearchAgent:
         root = state_from_observations(self.rules, observations)
         values = self._sampled_values(root, candidates, self.options.samples)
         rows = np.arange(values.shape[0])
-        difference = values - values[rows, base_actions][:, None, :]
-        samples = values.shape[2]
-        error = (difference.std(axis=2, ddof=1) / np.sqrt(samples) if samples > 1
-                 else np.zeros(candidates.shape))
+        _, error = paired_advantage(values - values[rows, base_actions][:, None, :])
         return ActionValues(np.where(candidates, values.mean(axis=2), np.nan),
                             np.where(candidates, error, np.nan), base_actions)
 
@@ -621,15 +618,25 @@ def choose(
     rows = np.arange(values.shape[0])
     mean = np.where(masks, values.mean(axis=2), -np.inf)
     best = mean.argmax(axis=1).astype(np.int64)
-    samples = values.shape[2]
-    difference = values[rows, best] - values[rows, base_actions]  # (R, K)
-    advantage = difference.mean(axis=1)
-    if samples > 1:
-        error = difference.std(axis=1, ddof=1) / np.sqrt(samples)
-    else:
-        error = np.zeros(values.shape[0])
+    advantage, error = paired_advantage(values[rows, best] - values[rows, base_actions])
     switch = advantage > confidence_z * error
     return np.where(switch, best, base_actions)
+
+
+def paired_advantage(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error of paired differences over their last axis (the samples).
+
+    Args:
+        differences: float (..., K), one action's value minus another's on each of the
+            same K samples.
+
+    Returns:
+        float64 (...,) means and standard errors (0 with a single sample).
+    """
+    samples = differences.shape[-1]
+    error = (differences.std(axis=-1, ddof=1) / np.sqrt(samples) if samples > 1
+             else np.zeros(differences.shape[:-1]))
+    return differences.mean(axis=-1), error
 
 
 def _is_searched(phases: np.ndarray, legal_counts: np.ndarray) -> np.ndarray:
@@ -660,4 +667,5 @@ __all__ = [
     "choose",
     "expected_grid_scores",
     "margins",
+    "paired_advantage",
 ]
