@@ -116,8 +116,21 @@ def labels(args: argparse.Namespace) -> dict:
     return merged
 
 
-def fit(args: argparse.Namespace, labelled: dict, setting: tuple, out: Path) -> dict:
-    """Fit a copy of the checkpoint to the soft targets of ``setting`` and save it.
+def labelled_decisions(args: argparse.Namespace, labelled: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Observations float32 (R, O) and masks bool (R, A) of the labelled decisions, in the
+    labels' order (read once for all fits)."""
+    from agents.ppo.checkpoint import read_metadata
+    from skyjo_env.core import SkyjoRules
+
+    rules = SkyjoRules.from_dict(read_metadata(args.checkpoint)["rules"])
+    observations, masks = read_games(args.games, rules)
+    return observations[labelled["rows"]], masks[labelled["rows"]]
+
+
+def fit(args: argparse.Namespace, labelled: dict, decisions: tuple, setting: tuple,
+        out: Path) -> dict:
+    """Fit a copy of the checkpoint to the soft targets of ``setting`` on ``decisions``
+    (`labelled_decisions`) and save it.
 
     Returns:
         ``{"changed", "agree_after"}``: the share of decisions whose target's argmax is
@@ -126,17 +139,14 @@ def fit(args: argparse.Namespace, labelled: dict, setting: tuple, out: Path) -> 
     """
     import torch
 
-    from agents.ppo.checkpoint import build_policy, load_policy, read_metadata, save_checkpoint
+    from agents.ppo.checkpoint import load_policy, read_metadata, save_checkpoint
     from agents.ppo.expert import EXPERT_BATCH_SIZE, soft_search_targets
     from agents.ppo.imitation import action_probabilities, clone_policy
-    from skyjo_env.core import SkyjoRules
 
     temperature, shrink, epochs, learning_rate = setting
     metadata = read_metadata(args.checkpoint)
-    policy = build_policy(metadata, args.checkpoint, trainable=True)
-    policy.load_state_dict(load_policy(args.checkpoint, metadata).state_dict())
-    observations, masks = read_games(args.games, SkyjoRules.from_dict(metadata["rules"]))
-    observations, masks = observations[labelled["rows"]], masks[labelled["rows"]]
+    policy = load_policy(args.checkpoint, metadata, trainable=True)
+    observations, masks = decisions
     obs_t, mask_t = torch.as_tensor(observations), torch.as_tensor(masks)
     prior = action_probabilities(policy, obs_t, mask_t).double().numpy()
     targets = soft_search_targets(prior, labelled["means"], labelled["errors"],
@@ -155,7 +165,7 @@ def fit(args: argparse.Namespace, labelled: dict, setting: tuple, out: Path) -> 
             "agree_after": float(np.mean(after.argmax(axis=1) == wanted))}
 
 
-def capacity_check(args: argparse.Namespace, labelled: dict, rows: int,
+def capacity_check(args: argparse.Namespace, labelled: dict, decisions: tuple, rows: int,
                    epochs: int = 60) -> dict:
     """Can the network even memorise the search's best-mean actions? Fits a copy of the
     checkpoint to the best mean action of the first ``rows`` labelled decisions (hard
@@ -163,16 +173,11 @@ def capacity_check(args: argparse.Namespace, labelled: dict, rows: int,
     of them where that action is not the network's own move, and the fit's training
     accuracy in its last pass. High accuracy with no gain in play means the labels are
     noise to the network, not beyond its capacity."""
-    from agents.ppo.checkpoint import build_policy, load_policy, read_metadata
+    from agents.ppo.checkpoint import load_policy
     from agents.ppo.imitation import clone_policy
-    from skyjo_env.core import SkyjoRules
 
-    metadata = read_metadata(args.checkpoint)
-    policy = build_policy(metadata, args.checkpoint, trainable=True)
-    policy.load_state_dict(load_policy(args.checkpoint, metadata).state_dict())
-    observations, masks = read_games(args.games, SkyjoRules.from_dict(metadata["rules"]))
-    observations = observations[labelled["rows"][:rows]]
-    masks = masks[labelled["rows"][:rows]]
+    policy = load_policy(args.checkpoint, trainable=True)
+    observations, masks = (array[:rows] for array in decisions)
     best = np.nanargmax(labelled["means"][:rows], axis=1)
     stats = clone_policy(policy, observations, masks, best, epochs, batch_size=256,
                          learning_rate=1e-3, seed=0)
@@ -231,6 +236,7 @@ def main() -> None:
         (float(t), bool(int(s)), int(e), float(lr)) for t, s, e, lr in args.fit)
     torch.set_num_threads(1)
     labelled = labels(args)
+    decisions = labelled_decisions(args, labelled)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     source = deal_win_shares(args.checkpoint, args.eval_games, args.eval_seed)
     print(f"\n{args.eval_games} games against ev, seed {args.eval_seed}; "
@@ -243,13 +249,13 @@ def main() -> None:
         temperature, shrink, epochs, learning_rate = setting
         name = f"t{temperature:g}_{'shrink' if shrink else 'raw'}_e{epochs}_lr{learning_rate:g}"
         out = args.out_dir / f"{name}.zip"
-        stats = fit(args, labelled, setting, out)
+        stats = fit(args, labelled, decisions, setting, out)
         fitted = deal_win_shares(out, args.eval_games, args.eval_seed)
         print(f"{name:<30} {stats['changed']:>12.1%} {stats['agree_after']:>11.1%}  "
               f"{interval_text(fitted):<20} {interval_text(fitted - source, signed=True)}",
               flush=True)
     if args.capacity_check:
-        check = capacity_check(args, labelled, args.capacity_check)
+        check = capacity_check(args, labelled, decisions, args.capacity_check)
         print(f"\ncapacity check: on {args.capacity_check:,} decisions the best mean is not the "
               f"network's move in {check['differs']:.1%}; fitted to them for 60 epochs, the "
               f"network plays it in {check['accuracy']:.1%} (training accuracy)")

@@ -454,9 +454,13 @@ def _check_state(
             raise CheckpointError(f"{_where(path)}: {name!r} entry {key!r} has non-finite values")
 
 
-def load_policy(path: str | Path, metadata: dict[str, Any] | None = None):
+def load_policy(
+    path: str | Path, metadata: dict[str, Any] | None = None, trainable: bool = False
+):
     """The trained policy of a checkpoint, in evaluation mode, on the CPU, for acting (its
     ``optimizer`` is an `InferenceOnlyOptimizer`; `restore_model` continues training).
+    With ``trainable`` it gets SB3's Adam instead, for fits of the policy on its own
+    (`agents.ppo.imitation.clone_policy` in expert iteration).
 
     Builds the network from the metadata and loads ``policy.pth`` with
     ``weights_only=True``; works for both formats and never reads the ``data`` member.
@@ -464,6 +468,7 @@ def load_policy(path: str | Path, metadata: dict[str, Any] | None = None):
     Args:
         path: The checkpoint.
         metadata: Its metadata when already read (`read_metadata`); read otherwise.
+        trainable: Build the policy's optimizer (`build_policy`).
 
     Returns:
         An sb3-contrib ``MaskableActorCriticPolicy``.
@@ -473,7 +478,7 @@ def load_policy(path: str | Path, metadata: dict[str, Any] | None = None):
     """
     if metadata is None:
         metadata = read_metadata(path)
-    policy = build_policy(metadata, path, trainable=False)
+    policy = build_policy(metadata, path, trainable=trainable)
     state = _load_tensors(path, POLICY_MEMBER)
     _check_state(policy.state_dict(), state, POLICY_MEMBER, path)
     policy.load_state_dict(state)

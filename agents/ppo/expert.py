@@ -256,9 +256,8 @@ def soft_search_targets(
     """
     if not (np.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
-    rows = np.arange(len(base_actions))
-    advantage = np.asarray(means, np.float64) - np.asarray(means, np.float64)[
-        rows, base_actions][:, None]
+    means = np.asarray(means, np.float64)
+    advantage = means - means[np.arange(len(base_actions)), base_actions][:, None]
     if shrink:
         squared = np.nan_to_num(np.asarray(errors, np.float64), nan=0.0) ** 2
         advantage = advantage * advantage**2 / np.maximum(advantage**2 + squared, 1e-300)
@@ -316,7 +315,7 @@ def distill_checkpoint(
     """
     import torch
 
-    from agents.ppo.checkpoint import build_policy, load_policy, read_metadata, save_checkpoint
+    from agents.ppo.checkpoint import load_policy, read_metadata, save_checkpoint
 
     metadata = read_metadata(source)
     rules = SkyjoRules.from_dict(metadata["rules"])
@@ -334,8 +333,7 @@ def distill_checkpoint(
                           games_from={"path": str(games_in), **saved})
     if games_out is not None:
         save_recorded_games(played, games_out, provenance)
-    policy = build_policy(metadata, source, trainable=True)
-    policy.load_state_dict(load_policy(source, metadata).state_dict())
+    policy = load_policy(source, metadata, trainable=True)
     shaping = float((metadata.get("config") or {}).get("shaping", 0.0))
     with torch.random.fork_rng(devices=[]):
         stats = fit_to_search(policy, played, layout, epochs, learning_rate,
