@@ -25,9 +25,12 @@ Usage::
         [--fit TEMPERATURE SHRINK EPOCHS LR ...] [--eval-games 2000] [--eval-seed 11] \\
         [--capacity-check 8000]
 
-Labelling is the slow part (about 16 ms per decision on one core; ``--parts`` processes
-share the rows); its result is saved as ``--labels`` (default ``<games>.labels.npz``) and
-reused by a later run with the same games, checkpoint and search.
+Games searched by this version keep the values the search measured as it played
+(`agents.ppo.expert.SearchGames`); those are used as they are. Older files, or any with
+``--relabel``, are labelled here with ``--search`` over ``--checkpoint``: the slow part
+(about 16 ms per decision on one core; ``--parts`` processes share the rows), saved as
+``--labels`` (default ``<games>.labels.npz``) and reused by a later run with the same games,
+checkpoint and search.
 """
 
 from __future__ import annotations
@@ -47,16 +50,25 @@ _CHUNK = 256
 DEFAULT_FITS = ((0.03, False, 2, 1e-4), (0.03, True, 2, 1e-4), (0.01, True, 4, 3e-4))
 
 
-def read_games(games: str | Path, rules) -> tuple[np.ndarray, np.ndarray]:
-    """Observations float32 (N, O) and masks bool (N, A) of a kept games file, checked
-    against ``rules`` first (`agents.ppo.expert.load_recorded_games`)."""
+def read_games(games: str | Path, rules):
+    """The decisions of a kept games file and the search values recorded with them (None
+    in older files), checked against ``rules`` first
+    (`agents.ppo.expert.load_recorded_games`)."""
     from agents.ppo.expert import load_recorded_games
     from skyjo_env.core import num_actions
     from skyjo_env.encoding import ObservationLayout
 
-    played, _ = load_recorded_games(games, ObservationLayout(rules).size,
-                                    num_actions(rules.num_slots))
-    return played.observations, played.masks
+    played, _, values = load_recorded_games(games, ObservationLayout(rules).size,
+                                            num_actions(rules.num_slots))
+    return played, values
+
+
+def _rules(checkpoint: str | Path):
+    """The rules a checkpoint was trained for."""
+    from agents.ppo.checkpoint import read_metadata
+    from skyjo_env.core import SkyjoRules
+
+    return SkyjoRules.from_dict(read_metadata(checkpoint)["rules"])
 
 
 def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) -> dict:
@@ -68,14 +80,13 @@ def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) 
     """
     import torch
 
-    from agents.ppo.checkpoint import read_metadata
     from agents.registry import make_agent
-    from skyjo_env.core import SkyjoRules
 
     torch.set_num_threads(1)
-    rules = SkyjoRules.from_dict(read_metadata(checkpoint)["rules"])
+    rules = _rules(checkpoint)
     agent = make_agent(f"{search}:ppo:{checkpoint}", rules, seed=100 + part)
-    observations, masks = read_games(games, rules)
+    played, _ = read_games(games, rules)
+    observations, masks = played.observations, played.masks
     rows = np.flatnonzero(agent.searchable_rows(observations, masks))[part::parts]
     means, errors, base = [], [], []
     started = time.perf_counter()
@@ -92,9 +103,15 @@ def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) 
             "base": np.concatenate(base)}
 
 
-def labels(args: argparse.Namespace) -> dict:
-    """The labels of ``args.games``: read from ``args.labels`` when it was made from the
+def labels(args: argparse.Namespace, recorded) -> dict:
+    """The labels of ``args.games``: ``recorded``, the values recorded in the file (unless
+    None or ``args.relabel``), else read from ``args.labels`` when it was made from the
     same inputs, else computed on ``args.parts`` processes and saved there."""
+    if recorded is not None and not args.relabel:
+        rows = np.flatnonzero(recorded.base_actions >= 0)
+        print(f"labels: the search values recorded in {args.games} ({rows.size:,} decisions)")
+        return {"rows": rows, "means": recorded.means[rows], "errors": recorded.errors[rows],
+                "base": recorded.base_actions[rows]}
     provenance = json.dumps({"games": str(args.games), "checkpoint": str(args.checkpoint),
                              "search": args.search, "parts": args.parts})
     if args.labels.is_file():
@@ -116,15 +133,10 @@ def labels(args: argparse.Namespace) -> dict:
     return merged
 
 
-def labelled_decisions(args: argparse.Namespace, labelled: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Observations float32 (R, O) and masks bool (R, A) of the labelled decisions, in the
-    labels' order (read once for all fits)."""
-    from agents.ppo.checkpoint import read_metadata
-    from skyjo_env.core import SkyjoRules
-
-    rules = SkyjoRules.from_dict(read_metadata(args.checkpoint)["rules"])
-    observations, masks = read_games(args.games, rules)
-    return observations[labelled["rows"]], masks[labelled["rows"]]
+def labelled_decisions(played, labelled: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Observations float32 (R, O) and masks bool (R, A) of the labelled decisions of
+    ``played`` (`read_games`), in the labels' order."""
+    return played.observations[labelled["rows"]], played.masks[labelled["rows"]]
 
 
 def fit(args: argparse.Namespace, labelled: dict, decisions: tuple, setting: tuple,
@@ -189,11 +201,9 @@ def deal_win_shares(network: Path, games: int, seed: int) -> np.ndarray:
     """``ppo:network`` against ``ev``: its mean win share per deal group, float64 (D,)
     (the same deals for every network with the same ``games`` and ``seed``)."""
     from agents.evaluation.tournament import play_tournament
-    from agents.ppo.checkpoint import read_metadata
     from agents.registry import make_agent
-    from skyjo_env.core import SkyjoRules
 
-    rules = SkyjoRules.from_dict(read_metadata(network)["rules"])
+    rules = _rules(network)
     agents = [make_agent(f"ppo:{network}", rules, seed=0), make_agent("ev", rules, seed=1)]
     records = play_tournament(agents, rules, games, seed, progress=False, ratings=False).records
     return np.bincount(records.deal, weights=records.win_share[:, 0]) / np.bincount(records.deal)
@@ -219,7 +229,9 @@ def main() -> None:
                         help="a skyjo-distill --keep-games file")
     parser.add_argument("--checkpoint", type=Path, default=Path("models/ppo_2p.zip"))
     parser.add_argument("--search", default="search(samples=64,leaf=critic,depth=12,"
-                        "top_actions=4)", help="search spec without its base")
+                        "top_actions=4)", help="search spec without its base (labelling)")
+    parser.add_argument("--relabel", action="store_true",
+                        help="label with --search even if the file holds recorded values")
     parser.add_argument("--parts", type=int, default=2, help="labelling processes")
     parser.add_argument("--labels", type=Path, help="default: <games>.labels.npz")
     parser.add_argument("--fit", nargs=4, action="append", metavar=("TEMPERATURE", "SHRINK",
@@ -235,8 +247,9 @@ def main() -> None:
     settings = DEFAULT_FITS if not args.fit else tuple(
         (float(t), bool(int(s)), int(e), float(lr)) for t, s, e, lr in args.fit)
     torch.set_num_threads(1)
-    labelled = labels(args)
-    decisions = labelled_decisions(args, labelled)
+    played, recorded = read_games(args.games, _rules(args.checkpoint))
+    labelled = labels(args, recorded)
+    decisions = labelled_decisions(played, labelled)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     source = deal_win_shares(args.checkpoint, args.eval_games, args.eval_seed)
     print(f"\n{args.eval_games} games against ev, seed {args.eval_seed}; "

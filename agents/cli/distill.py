@@ -40,8 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     parser.add_argument("--epochs", type=int, default=defaults.expert_epochs)
     parser.add_argument("--learning-rate", type=float, default=defaults.expert_learning_rate)
-    parser.add_argument("--anchor", type=float, default=defaults.expert_anchor,
-                        help="weight of the network's own probabilities in the targets")
+    parser.add_argument("--anchor", type=float,
+                        help="weight of the network's own probabilities in the searched "
+                        f"moves' targets (default {defaults.expert_anchor}; not with "
+                        "--soft-temperature)")
+    parser.add_argument("--soft-temperature", type=float, metavar="T",
+                        help="fit soft targets instead of the searched moves: the network's "
+                        "probabilities times exp(advantage / T), from the search's action "
+                        "values (0.03 measured best)")
     parser.add_argument("--value-fit", action="store_true",
                         help="fit the critic to the games' outcomes too (off: it spoiled "
                         "the critic as the next step's search leaf)")
@@ -71,8 +77,14 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError("--seed and --workers must be >= 0")
     if not args.learning_rate > 0:
         raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
-    if not 0 <= args.anchor < 1:
+    if args.anchor is not None and not 0 <= args.anchor < 1:
         raise ValueError(f"--anchor must be in [0, 1), got {args.anchor}")
+    if args.soft_temperature is not None:
+        if not args.soft_temperature > 0:
+            raise ValueError(f"--soft-temperature must be > 0, got {args.soft_temperature}")
+        if args.anchor is not None:
+            raise ValueError("--anchor mixes the network into the searched moves' targets; "
+                             "soft targets (--soft-temperature) hold it already")
     if args.ray_address is not None and args.workers == 0:
         raise ValueError("--ray-address needs --workers >= 1")
     if args.out.suffix != ".zip":
@@ -110,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     written: list[Path] = []
     try:
         _check(args)
+        anchor = TrainConfig().expert_anchor if args.anchor is None else args.anchor
         for step, target in enumerate(step_paths(args.out, args.steps), start=1):
             started = time.perf_counter()
             searching = args.games_from is None
@@ -123,14 +136,16 @@ def main(argv: list[str] | None = None) -> int:
             with progress_bar(args.games, False if quiet else None) as bar:
                 stats = distill_checkpoint(
                     source, target, args.search, args.games, seed=derived_seed(args.seed, step),
-                    epochs=args.epochs, learning_rate=args.learning_rate, anchor=args.anchor,
+                    epochs=args.epochs, learning_rate=args.learning_rate, anchor=anchor,
                     workers=args.workers, ray_address=args.ray_address,
                     value_fit=args.value_fit, on_games_done=bar.update,
                     games_out=games_path(target) if args.keep_games else None,
-                    games_in=args.games_from,
+                    games_in=args.games_from, soft_temperature=args.soft_temperature,
                 )
-            print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions, the network "
-                  f"played the searched move {stats['agreement_before']:.1%} before the fit, "
+            soft = ("" if args.soft_temperature is None else
+                    f" ({stats['fitted']:,.0f} searched ones fitted to soft targets)")
+            print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions{soft}, the "
+                  f"network played the searched move {stats['agreement_before']:.1%} before the fit, "
                   f"{stats['agreement_after']:.1%} after; wrote {target} in "
                   f"{time.perf_counter() - started:.0f} s", flush=True)
             source = target

@@ -14,8 +14,11 @@ The games come in chunks of `EXPERT_CHUNK_GAMES`, seeded from root seeds and the
 alone, so the data is the same in this process or on any number of Ray workers
 (`agents.ppo.imitation.run_chunks`).
 
-`soft_search_targets` builds targets from the search's action values instead of its picks
-(`agents.search.SearchAgent.action_values`; measured in `benchmarks/soft_distill.py`).
+With a soft temperature (``skyjo-distill --soft-temperature``, ``expert_soft_temperature``)
+the actor is fitted instead to `soft_search_targets`: the search's action values (its mean
+rollout value of each action it tried, recorded as it played: `SearchGames`), not only its
+picks. Measured in `benchmarks/soft_distill.py`: on the same 256 search games, hard picks
+gained +0.2 to +0.3 points against `ev`, soft targets +1.2 (README).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,6 +37,7 @@ from agents.atomic import atomic_path
 from agents.ppo.imitation import RecordedGames, chunk_seed, chunk_sizes, record_games, run_chunks
 from agents.ppo.shaping import grid_potential
 from agents.registry import make_agent
+from agents.search.agent import ActionValues
 from skyjo_env.core import num_actions
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
@@ -45,8 +50,56 @@ EXPERT_BATCH_SIZE = 256
 GAMES_FORMAT = "skyjo-rl-expert-games/1"
 
 
+#: Names of the search's action values in a saved games file.
+_VALUE_ARRAYS = {"means": "value_means", "errors": "value_errors", "base_actions": "value_base"}
+
+
 class GamesFileError(ValueError):
     """A saved games file that is missing, unreadable, or does not fit the network."""
+
+
+class SearchGames(NamedTuple):
+    """Search self-play games, with what the search measured at each decision.
+
+    Attributes:
+        played: Every decision (`agents.ppo.imitation.RecordedGames`, N rows).
+        values: The search's `agents.search.ActionValues` of the same N decisions
+            (`agents.search.SearchAgent.act_with_values`), means and errors as float32;
+            NaN and base action -1 in the rows the search did not decide (setup reveals,
+            forced moves).
+    """
+
+    played: RecordedGames
+    values: ActionValues
+
+
+class _RecordingSearch:
+    """Plays as a search agent and keeps the `ActionValues` of each call, in call order.
+
+    As the only teacher of `agents.ppo.imitation.record_games` it is asked for exactly the
+    decisions recorded at each step, in their order, so the parts line up with the rows.
+    """
+
+    def __init__(self, search) -> None:
+        self.search = search
+        self.name = search.name
+        self.parts: list[ActionValues] = []
+
+    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        actions, values = self.search.act_with_values(observations, action_masks)
+        self.parts.append(_compact(values))
+        return actions
+
+
+def _compact(values: ActionValues) -> ActionValues:
+    """Means and errors as float32 (half the memory; far finer than their noise)."""
+    return ActionValues(values.means.astype(np.float32), values.errors.astype(np.float32),
+                        np.asarray(values.base_actions, np.int64))
+
+
+def _concatenated(parts):
+    """One NamedTuple of arrays from several of the same type, row blocks in order."""
+    return type(parts[0])(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
 
 
 def teacher_spec(search: str, policy_path: str) -> str:
@@ -57,14 +110,19 @@ def teacher_spec(search: str, policy_path: str) -> str:
 def expert_chunk(
     rules: SkyjoRules, spec: str, seed: int, teacher_seed: int, gamma: float, chunk: int,
     games: int,
-) -> RecordedGames:
-    """Chunk ``chunk`` of the search games: ``games`` games dealt from
-    ``chunk_seed(seed, chunk)``, every seat played by one ``spec`` agent built with
-    ``chunk_seed(teacher_seed, chunk)`` (self-contained, so it runs as a Ray task)."""
-    teacher = make_agent(spec, rules, seed=chunk_seed(teacher_seed, chunk))
-    return record_games(
+) -> SearchGames:
+    """Chunk ``chunk`` of the search games: ``games`` (>= 1) games dealt from
+    ``chunk_seed(seed, chunk)``, every seat played by one ``spec`` agent (a search) built
+    with ``chunk_seed(teacher_seed, chunk)`` (self-contained, so it runs as a Ray task)."""
+    teacher = _RecordingSearch(make_agent(spec, rules, seed=chunk_seed(teacher_seed, chunk)))
+    played = record_games(
         rules, [teacher], games, chunk_seed(seed, chunk), batch=max(games, 1), gamma=gamma
     )
+    values = _concatenated(teacher.parts)
+    if len(values.base_actions) != len(played.actions):
+        raise RuntimeError(f"recorded {len(values.base_actions)} search values for "
+                           f"{len(played.actions)} decisions")
+    return SearchGames(played, values)
 
 
 def collect_expert_games(
@@ -79,13 +137,14 @@ def collect_expert_games(
     should_stop: Callable[[], bool] | None = None,
     chunk_games: int = EXPERT_CHUNK_GAMES,
     on_chunk_done: Callable[[int], None] | None = None,
-) -> RecordedGames:
-    """Every decision of ``games`` self-play games of the agent ``spec``, chunk by chunk.
+) -> SearchGames:
+    """Every decision of ``games`` self-play games of the search ``spec``, chunk by chunk,
+    with the search's action values.
 
     Args:
         rules: The rules to play.
-        spec: The searching agent's spec (`teacher_spec`); its ``ppo:PATH`` must be
-            readable by every worker.
+        spec: The search's spec (`teacher_spec`; a `agents.search.SearchAgent`); its
+            ``ppo:PATH`` must be readable by every worker.
         games: Games in all (>= 1).
         seed: Root seed of the deals. teacher_seed: root seed of the agents.
         gamma: Discount per decision of the acting seat, for the returns.
@@ -95,25 +154,33 @@ def collect_expert_games(
         on_chunk_done: Called with a chunk's games as each chunk ends (a progress bar).
 
     Returns:
-        `RecordedGames` of all chunks, in chunk order.
+        `SearchGames` of all chunks, in chunk order.
     """
     task = partial(expert_chunk, rules, spec, seed, teacher_seed, gamma)
     parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address, should_stop,
                        on_chunk_done)
-    return RecordedGames(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+    return SearchGames(_concatenated([part.played for part in parts]),
+                       _concatenated([part.values for part in parts]))
 
 
-def save_recorded_games(played: RecordedGames, path: str | Path, info: dict) -> None:
+def save_recorded_games(
+    played: RecordedGames, path: str | Path, info: dict, values: ActionValues | None = None
+) -> None:
     """Write search games to ``path`` (a compressed ``.npz`` of plain arrays, no pickles),
-    atomically, with ``info`` (JSON-able provenance: search, source, seed, games)."""
+    atomically, with ``info`` (JSON-able provenance: search, source, seed, games) and, when
+    given, the search's action values of every decision (as `SearchGames.values`)."""
     header = json.dumps({"format": GAMES_FORMAT, **info})
+    arrays = played._asdict()
+    if values is not None:
+        arrays.update({_VALUE_ARRAYS[name]: array
+                       for name, array in _compact(values)._asdict().items()})
     with atomic_path(path, suffix=".npz") as temporary:
-        np.savez_compressed(temporary, info=np.array(header), **played._asdict())
+        np.savez_compressed(temporary, info=np.array(header), **arrays)
 
 
 def load_recorded_games(
     path: str | Path, observation_size: int, num_actions: int
-) -> tuple[RecordedGames, dict]:
+) -> tuple[RecordedGames, dict, ActionValues | None]:
     """Read a file of `save_recorded_games` and check it before anything trusts it.
 
     Args:
@@ -123,12 +190,15 @@ def load_recorded_games(
 
     Returns:
         The games (observations float32 (N, O), masks bool (N, A), actions int64 (N,),
-        returns float64 (N,)) and their provenance (``info`` of the save).
+        returns float64 (N,)), their provenance (``info`` of the save), and the search's
+        action values (means and errors float32 (N, A), base actions int64 (N,)), or None
+        in a file saved without them.
 
     Raises:
         GamesFileError: No such file, not such a file (corrupt, truncated, another
-            format), or arrays of the wrong shape or dtype, actions outside their masks, or
-            returns that are not finite; the message names the file and the problem.
+            format), or arrays of the wrong shape or dtype, actions outside their masks,
+            returns that are not finite, or action values that do not fit the decisions;
+            the message names the file and the problem.
     """
     path = Path(path)
     if not path.is_file():
@@ -136,6 +206,8 @@ def load_recorded_games(
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in ("info", *RecordedGames._fields)}
+            saved_values = ({name: data[key] for name, key in _VALUE_ARRAYS.items()}
+                            if _VALUE_ARRAYS["means"] in data.files else None)
         info = json.loads(str(arrays.pop("info")))
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise GamesFileError(
@@ -163,7 +235,31 @@ def load_recorded_games(
         raise GamesFileError(f"games file {str(path)!r}: an action outside its legal mask")
     if not np.isfinite(played.returns).all():
         raise GamesFileError(f"games file {str(path)!r}: returns that are not finite")
-    return played, info
+    values = None if saved_values is None else _checked_values(
+        ActionValues(**saved_values), played.masks, str(path))
+    return played, info, values
+
+
+def _checked_values(values: ActionValues, masks: np.ndarray, where: str) -> ActionValues:
+    """``values`` if they fit decisions with legal masks bool (N, A), else a
+    `GamesFileError` (naming ``where``) that says how they do not."""
+    rows, width = masks.shape
+    for name in ("means", "errors"):
+        array = getattr(values, name)
+        if array.shape != (rows, width) or array.dtype != np.float32:
+            raise GamesFileError(f"games file {where!r}: search value {name} are {array.dtype} "
+                                 f"{array.shape}, the games need float32 {(rows, width)}")
+    base = values.base_actions
+    if base.shape != (rows,) or base.dtype != np.int64:
+        raise GamesFileError(f"games file {where!r}: search base actions are {base.dtype} "
+                             f"{base.shape}, the games need int64 {(rows,)}")
+    searched = np.flatnonzero(base >= 0)
+    if rows and (base.max() >= width or base.min() < -1
+                 or not masks[searched, base[searched]].all()
+                 or not np.isfinite(values.means[searched, base[searched]]).all()):
+        raise GamesFileError(f"games file {where!r}: a search base action that is not a "
+                             "legal, valued action of its decision")
+    return values
 
 
 def value_targets(
@@ -189,8 +285,15 @@ def fit_to_search(
     anchor: float,
     seed: int,
     shaping: float | None = None,
+    values: ActionValues | None = None,
+    soft_temperature: float | None = None,
 ) -> dict[str, float]:
     """Fit a policy to recorded search games; the step both expert-iteration paths share.
+
+    Hard targets (the default) fit every decision's searched move, mixed with the policy's
+    own probabilities by ``anchor``. With ``soft_temperature`` the actor is fitted instead
+    to `soft_search_targets` of the decisions the search decided (``anchor`` unused: the
+    prior is in those targets already), and the critic, if fitted, on the same decisions.
 
     Args:
         policy: A trainable ``MaskableActorCriticPolicy`` (changed in place).
@@ -199,27 +302,59 @@ def fit_to_search(
         epochs, learning_rate, anchor, seed: The fit (`agents.ppo.imitation.clone_policy`).
         shaping: None leaves the critic alone; a number fits it to the games' returns
             with that shaping weight (`value_targets`).
+        values: The search's action values of the same decisions (`SearchGames.values`);
+            needed with ``soft_temperature``.
+        soft_temperature: None for hard targets, else the temperature of the soft ones.
 
     Returns:
-        ``{"agreement_before", "agreement_after", "loss", "decisions"}`` (agreement: share
-        of the searched moves the greedy policy plays, before and after the fit), plus
-        ``"value_loss"`` when the critic is fitted.
+        ``{"agreement_before", "agreement_after", "loss", "decisions", "fitted"}``
+        (agreement: share of the searched moves the greedy policy plays, before and after
+        the fit; fitted: the decisions fitted), plus ``"value_loss"`` when the critic is
+        fitted.
+
+    Raises:
+        ValueError: ``soft_temperature`` without ``values``, or not a number > 0.
     """
     from agents.ppo.imitation import clone_policy
     from agents.ppo.policy import PPOAgent
 
     actor = PPOAgent(policy)
     before = agreement(actor.act(played.observations, played.masks), played.actions)
+    rows = np.arange(len(played.actions))
+    targets = None
+    if soft_temperature is not None:
+        if values is None:
+            raise ValueError("soft targets need the search's action values of the games")
+        rows = np.flatnonzero(values.base_actions >= 0)
+        targets = _soft_targets(policy, played, values, rows, soft_temperature)
+    critic = None if shaping is None else value_targets(played, layout, shaping)[rows]
     fit = clone_policy(
-        policy, played.observations, played.masks, played.actions, epochs,
+        policy, played.observations[rows], played.masks[rows],
+        played.actions[rows] if targets is None else targets.argmax(axis=1), epochs,
         batch_size=EXPERT_BATCH_SIZE, learning_rate=learning_rate, seed=seed,
-        value_targets=None if shaping is None else value_targets(played, layout, shaping),
-        anchor=anchor,
+        value_targets=critic, anchor=anchor if targets is None else 0.0,
+        target_probabilities=targets,
     )
     after = agreement(actor.act(played.observations, played.masks), played.actions)
     return {"agreement_before": before, "agreement_after": after, "loss": fit["loss"],
             **({"value_loss": fit["value_loss"]} if "value_loss" in fit else {}),
-            "decisions": float(len(played.actions))}
+            "decisions": float(len(played.actions)), "fitted": float(len(rows))}
+
+
+def _soft_targets(
+    policy, played: RecordedGames, values: ActionValues, rows: np.ndarray, temperature: float
+) -> np.ndarray:
+    """`soft_search_targets` of decisions ``rows`` (int (R,)) with the policy's own
+    probabilities as the prior: float64 (R, A)."""
+    import torch
+
+    from agents.ppo.imitation import action_probabilities
+
+    masks = played.masks[rows]
+    prior = action_probabilities(policy, torch.as_tensor(played.observations[rows]),
+                                 torch.as_tensor(masks)).double().numpy()
+    return soft_search_targets(prior, values.means[rows], values.errors[rows],
+                               values.base_actions[rows], masks, temperature)
 
 
 def soft_search_targets(
@@ -285,9 +420,11 @@ def distill_checkpoint(
     on_games_done: Callable[[int], None] | None = None,
     games_out: str | Path | None = None,
     games_in: str | Path | None = None,
+    soft_temperature: float | None = None,
 ) -> dict[str, float]:
     """One expert-iteration step on a saved network: search games over ``source``, the
-    anchored fit, and the result saved to ``target`` (the same rules and architecture).
+    fit (anchored hard targets, or soft ones), and the result saved to ``target`` (the same
+    rules and architecture).
 
     With ``value_fit`` the critic is fitted to the games' returns too (with the shaping
     weight of the checkpoint's training config). Off by default: measured, a step with it
@@ -308,10 +445,16 @@ def distill_checkpoint(
             fits can reuse them.
         games_in: Fit to games saved by an earlier step instead of searching (``search``
             and ``games`` are then those of the file, recorded as ``games_from``).
+        soft_temperature: Fit soft targets of this temperature (`fit_to_search`); None
+            fits the searched moves.
 
     Returns:
-        ``{"decisions", "agreement_before", "agreement_after", "loss"}``, plus
+        ``{"decisions", "fitted", "agreement_before", "agreement_after", "loss"}``, plus
         ``"value_loss"`` with ``value_fit``.
+
+    Raises:
+        GamesFileError: ``games_in`` is not a games file that fits the network, or holds
+            no search values and ``soft_temperature`` needs them.
     """
     import torch
 
@@ -322,24 +465,32 @@ def distill_checkpoint(
     layout = ObservationLayout(rules)
     provenance = {"source": str(source), "search": search, "games": games, "seed": seed}
     if games_in is None:
-        played = collect_expert_games(
+        played, values = collect_expert_games(
             rules, teacher_spec(search, str(source)), games, seed=chunk_seed(seed, 0),
             teacher_seed=chunk_seed(seed, 1), workers=workers, ray_address=ray_address,
             on_chunk_done=on_games_done,
         )
     else:
-        played, saved = load_recorded_games(games_in, layout.size, num_actions(rules.num_slots))
+        played, saved, values = load_recorded_games(games_in, layout.size,
+                                                    num_actions(rules.num_slots))
+        if values is None and soft_temperature is not None:
+            raise GamesFileError(
+                f"games file {str(games_in)!r} holds no search action values (saved before "
+                "they were recorded); soft targets need them: search new games"
+            )
         provenance.update(search=saved.get("search"), games=saved.get("games"),
                           games_from={"path": str(games_in), **saved})
     if games_out is not None:
-        save_recorded_games(played, games_out, provenance)
+        save_recorded_games(played, games_out, provenance, values)
     policy = load_policy(source, metadata, trainable=True)
     shaping = float((metadata.get("config") or {}).get("shaping", 0.0))
     with torch.random.fork_rng(devices=[]):
         stats = fit_to_search(policy, played, layout, epochs, learning_rate,
-                              anchor, chunk_seed(seed, 2), shaping if value_fit else None)
+                              anchor, chunk_seed(seed, 2), shaping if value_fit else None,
+                              values, soft_temperature)
     distilled = {**provenance, "epochs": epochs, "learning_rate": learning_rate,
-                 "anchor": anchor, "value_fit": value_fit}
+                 "anchor": None if soft_temperature is not None else anchor,
+                 "soft_temperature": soft_temperature, "value_fit": value_fit}
     history = [*metadata.get("distilled", []), distilled]
     save_checkpoint(SimpleNamespace(policy=policy), target, {**metadata, "distilled": history})
     return stats
@@ -355,6 +506,7 @@ __all__ = [
     "EXPERT_CHUNK_GAMES",
     "GAMES_FORMAT",
     "GamesFileError",
+    "SearchGames",
     "agreement",
     "collect_expert_games",
     "distill_checkpoint",

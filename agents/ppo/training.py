@@ -30,12 +30,13 @@ least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the h
 Expert iteration (``expert_interval`` > 0, `agents.ppo.expert`): at the start of a
 rollout every ``expert_interval`` learner decisions, the search over the current policy
 plays self-play games, and the actor is fitted to its moves (anchored to its own
-probabilities, ``expert_anchor``; with ``expert_value_fit`` the critic to the games'
-outcomes too) before PPO goes on. TensorBoard gets ``expert/agreement_before`` (how often the
+probabilities, ``expert_anchor``), or with ``expert_soft_temperature`` to soft targets from
+the search's action values (with ``expert_value_fit`` the critic to the games' outcomes
+too) before PPO goes on. TensorBoard gets ``expert/agreement_before`` (how often the
 policy already chose the searched move), ``expert/agreement_after`` (after the fit),
 ``expert/loss``, ``expert/value_loss`` (with ``expert_value_fit``),
-``expert/decisions`` and ``expert/seconds``; the evaluations' win rates show whether it
-helps.
+``expert/decisions``, ``expert/fitted`` (the decisions fitted: the searched ones with soft
+targets) and ``expert/seconds``; the evaluations' win rates show whether it helps.
 
 Resume (``train.py --resume``) continues the very same run: checkpoints are taken at the
 start of a rollout (after the previous rollout's update, see `Trainer.checkpoint`), and
@@ -679,7 +680,8 @@ class Trainer:
         step with the network unchanged and the step still due (None is returned).
 
         Returns:
-            ``{"agreement_before", "agreement_after", "loss", "decisions", "seconds"}``
+            ``{"agreement_before", "agreement_after", "loss", "decisions", "fitted",
+            "seconds"}``
             and, with ``expert_value_fit``, ``"value_loss"`` (agreement: share of the
             searched moves the greedy policy plays, before and after the fit), or None
             when abandoned.
@@ -701,7 +703,7 @@ class Trainer:
             # building the ppo agent for the search draws torch's global generator: kept
             # out of the run, so where the games are played (here or Ray) changes nothing
             with torch.random.fork_rng(devices=[]):
-                played = collect_expert_games(
+                searched = collect_expert_games(
                     self.rules, spec, config.expert_games,
                     derived_seed(config.seed, SEED_EXPERT_DATA, timesteps),
                     derived_seed(config.seed, SEED_EXPERT_TEACHER, timesteps),
@@ -714,10 +716,11 @@ class Trainer:
             raise TrainConfigError(str(error)) from None
         self.freeze_actor(False)  # a step during the value warm-up trains the actor too
         stats = fit_to_search(
-            self.model.policy, played, ObservationLayout(self.rules), config.expert_epochs,
-            config.expert_learning_rate, config.expert_anchor,
+            self.model.policy, searched.played, ObservationLayout(self.rules),
+            config.expert_epochs, config.expert_learning_rate, config.expert_anchor,
             derived_seed(config.seed, SEED_EXPERT_SHUFFLE, timesteps),
             config.shaping if config.expert_value_fit else None,
+            searched.values, config.expert_soft_temperature,
         )
         self.freeze_actor(self.rollouts_done < self.warmup_rollouts)
         stats["seconds"] = time.perf_counter() - started

@@ -356,14 +356,36 @@ class SearchAgent:
             ValueError: Arrays of the wrong shape, a row without a legal action, or an
                 observation no game under these rules can show.
         """
+        return self.act_with_values(observations, action_masks)[0]
+
+    def act_with_values(
+        self, observations: np.ndarray, action_masks: np.ndarray
+    ) -> tuple[np.ndarray, ActionValues]:
+        """`act`, plus what the search measured on the way: the same moves, and the
+        first stage's `ActionValues` of every row (training targets at no extra cost; the
+        retest of ``verify_samples`` is not in them).
+
+        Args:
+            observations: float32 (N, O), each from the seat to act.
+            action_masks: bool (N, A).
+
+        Returns:
+            int64 (N,) legal actions, and `ActionValues` of N rows: NaN means and errors
+            and base action -1 in the rows the search does not decide (`searchable_rows`).
+
+        Raises:
+            ValueError: As `act`.
+        """
         observations, masks = self._checked(observations, action_masks)
         n = observations.shape[0]
         legal_counts = masks.sum(axis=1)
         if n and legal_counts.min() == 0:
             raise ValueError(f"row {int(np.argmin(legal_counts))} has no legal action")
         actions = masks.argmax(axis=1).astype(np.int64)  # the only action where there is one
+        evidence = ActionValues(np.full(masks.shape, np.nan), np.full(masks.shape, np.nan),
+                                np.full(n, -1, np.int64))
         if n == 0:
-            return actions
+            return actions, evidence
         decoded = self._encoder.decode(observations)
         phases = decoded["phase"]
         not_own = np.flatnonzero(decoded["current_seat"] != 0)
@@ -377,8 +399,10 @@ class SearchAgent:
             actions[setup] = self.base.act(observations[setup], masks[setup])
         searched = np.flatnonzero(_is_searched(phases, legal_counts))
         if searched.size:
-            actions[searched] = self._search(observations[searched], masks[searched])
-        return actions
+            actions[searched], found = self._search(observations[searched], masks[searched])
+            for whole, part in zip(evidence, found, strict=True):
+                whole[searched] = part
+        return actions, evidence
 
     def _checked(self, observations, action_masks) -> tuple[np.ndarray, np.ndarray]:
         """The inputs as arrays, float (N, O) and bool (N, A), or a `ValueError` naming
@@ -423,10 +447,7 @@ class SearchAgent:
         candidates = self._candidates(observations, masks, base_actions)
         root = state_from_observations(self.rules, observations)
         values = self._sampled_values(root, candidates, self.options.samples)
-        rows = np.arange(values.shape[0])
-        _, error = paired_advantage(values - values[rows, base_actions][:, None, :])
-        return ActionValues(np.where(candidates, values.mean(axis=2), np.nan),
-                            np.where(candidates, error, np.nan), base_actions)
+        return action_evidence(values, candidates, base_actions)
 
     def searchable_rows(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """Rows the search decides (past the setup phase, two or more legal actions):
@@ -434,12 +455,14 @@ class SearchAgent:
         phases = self._encoder.decode(np.asarray(observations))["phase"]
         return _is_searched(phases, np.asarray(masks).sum(axis=1))
 
-    def _search(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    def _search(
+        self, observations: np.ndarray, masks: np.ndarray
+    ) -> tuple[np.ndarray, ActionValues]:
         """The best action of every row by the mean rollout value (ties: lower id), kept
         only where it beats the base agent's own choice by ``confidence_z`` standard
         errors of the paired (same samples) difference (and, with ``verify_samples``,
         again on fresh samples; not counted in the time budget); else the base agent's
-        choice."""
+        choice. int64 (R,), with the `ActionValues` of the first stage."""
         options = self.options
         rows = observations.shape[0]
         root = state_from_observations(self.rules, observations)
@@ -459,10 +482,11 @@ class SearchAgent:
                 now = time.perf_counter()
                 if now - started + (now - pass_started) > budget_s:
                     break
-        chosen = choose(np.concatenate(passes, axis=2), masks, base_actions, options.confidence_z)
+        values = np.concatenate(passes, axis=2)
+        chosen = choose(values, masks, base_actions, options.confidence_z)
         if options.verify_samples:
             chosen = self._verify(root, masks, base_actions, chosen)
-        return chosen
+        return chosen, action_evidence(values, masks, base_actions)
 
     def _sampled_values(self, root: BatchState, masks: np.ndarray, count: int) -> np.ndarray:
         """Rollout values of every row's candidate actions on ``count`` fresh samples per
@@ -623,6 +647,26 @@ def choose(
     return np.where(switch, best, base_actions)
 
 
+def action_evidence(
+    values: np.ndarray, candidates: np.ndarray, base_actions: np.ndarray
+) -> ActionValues:
+    """Summarise paired rollout values as `ActionValues`.
+
+    Args:
+        values: float64 (R, A, K), each action's value on each of the same K samples.
+        candidates: bool (R, A), the actions tried.
+        base_actions: int64 (R,), the base agent's choices (tried).
+
+    Returns:
+        Per action the mean value and the standard error of its paired advantage over
+        the base choice, NaN where not tried.
+    """
+    rows = np.arange(values.shape[0])
+    _, error = paired_advantage(values - values[rows, base_actions][:, None, :])
+    return ActionValues(np.where(candidates, values.mean(axis=2), np.nan),
+                        np.where(candidates, error, np.nan), base_actions)
+
+
 def paired_advantage(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard error of paired differences over their last axis (the samples).
 
@@ -664,6 +708,7 @@ __all__ = [
     "SearchOptionError",
     "SearchOptions",
     "ValueFunction",
+    "action_evidence",
     "choose",
     "expected_grid_scores",
     "margins",

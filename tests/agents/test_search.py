@@ -470,6 +470,28 @@ def test_action_values__are_the_means_the_search_chooses_by():
     assert (chosen != values.base_actions).any()
 
 
+def test_act_with_values__same_moves_as_act_and_the_values_of_the_decided_rows():
+    rules = SkyjoRules()
+    observations, masks = _observations_of_played_games(rules, games=2, seed=8, every=5)
+    observations, masks = observations[:60], masks[:60]
+    base = make_agent("ev", rules, 0)
+    options = SearchOptions(samples=3, depth=4, confidence_z=0, verify_samples=4)
+    played = SearchAgent(base, rules, seed=2, options=options).act(observations, masks)
+    actions, values = SearchAgent(base, rules, seed=2, options=options).act_with_values(
+        observations, masks)
+    np.testing.assert_array_equal(actions, played)
+    searchable = SearchAgent(base, rules, seed=2, options=options).searchable_rows(
+        observations, masks)
+    assert 0 < searchable.sum() < len(searchable)
+    np.testing.assert_array_equal(values.base_actions >= 0, searchable)
+    assert np.isnan(values.means[~searchable]).all() and np.isnan(values.errors[~searchable]).all()
+    # the searched rows hold exactly what action_values measures on the same stream
+    decided = SearchAgent(base, rules, seed=2, options=options).action_values(
+        observations[searchable], masks[searchable])
+    for name in ("means", "errors", "base_actions"):
+        np.testing.assert_array_equal(getattr(values, name)[searchable], getattr(decided, name))
+
+
 def test_action_values__refuse_rows_the_search_does_not_decide():
     rules = SkyjoRules()
     observations, masks = _observations_of_played_games(rules, games=1, seed=8)

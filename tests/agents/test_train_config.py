@@ -51,6 +51,8 @@ def _error(**changes) -> str:
         ("ent_coef", {"a": 1}, "a finite number >= 0"),
         ("ent_coef", "0.01", "a finite number >= 0"),
         ("snapshot_min_score", 1.5, "a finite number >= 0 and <= 1"),
+        ("expert_soft_temperature", 0, "null (fit the searched moves) or a finite number > 0"),
+        ("expert_soft_temperature", math.inf, "or a finite number > 0"),
         ("activation", "gelu", "one of 'relu', 'tanh'"),
         ("features", ["grid"], "one of 'raw', 'grid'"),
         ("progress", 1, "true or false"),

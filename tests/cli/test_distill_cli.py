@@ -39,6 +39,9 @@ def test_step_paths__last_step_is_out():
         (["--search", "ev"], "'ev' is not 'search' or 'search(OPTIONS)'"),
         (["--games", "0"], "--games must be >= 1, got 0"),
         (["--out", "x.pt"], "must end in .zip"),
+        (["--soft-temperature", "0"], "--soft-temperature must be > 0, got 0.0"),
+        (["--soft-temperature", "0.03", "--anchor", "0.5"], "soft targets (--soft-temperature) "
+         "hold it already"),
     ],
 )
 def test_main__bad_input_is_one_line_exit_2(tmp_path, capsys, extra, message):
@@ -74,26 +77,48 @@ def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, m
     assert counted == [2, 2]
 
 
-def test_main__kept_games_refit_the_same_network_without_searching(tmp_path, capsys):
+@pytest.mark.parametrize("soft", [[], ["--soft-temperature", "0.03"]])
+def test_main__kept_games_refit_the_same_network_without_searching(tmp_path, capsys, soft):
     import torch
 
     from agents.ppo.checkpoint import load_policy
 
     searched = tmp_path / "searched.zip"
     assert main(["--checkpoint", str(SHIPPED), "--out", str(searched), "--games", "1",
-                 "--search", TINY, "--keep-games", "--no-progress"]) == 0
+                 "--search", TINY, "--keep-games", "--no-progress", *soft]) == 0
     games = tmp_path / "searched.games.npz"
     assert games.is_file()
     refit = tmp_path / "refit.zip"
-    code = main(["--checkpoint", str(SHIPPED), "--out", str(refit), "--games-from", str(games)])
+    code = main(["--checkpoint", str(SHIPPED), "--out", str(refit), "--games-from", str(games),
+                 *soft])
     assert code == 0, capsys.readouterr().err
-    assert f"fitting {SHIPPED} to the games in {games}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"fitting {SHIPPED} to the games in {games}" in printed
+    assert ("fitted to soft targets" in printed) == bool(soft)
     # same games, same fit seed: the same weights as the step that searched
     first, second = load_policy(searched).state_dict(), load_policy(refit).state_dict()
     assert all(torch.equal(first[name], second[name]) for name in first)
     step = read_metadata(refit)["distilled"][-1]
     assert step["search"] == TINY and step["games"] == 1
     assert step["games_from"]["path"] == str(games)
+    assert step["soft_temperature"] == (0.03 if soft else None)
+
+
+def test_main__soft_targets_refuse_games_saved_without_search_values(tmp_path, capsys):
+    from agents.ppo.expert import save_recorded_games
+    from agents.ppo.imitation import record_games
+    from agents.registry import make_agent
+    from skyjo_env.core.rules import SkyjoRules
+
+    rules = SkyjoRules()
+    games = tmp_path / "old.games.npz"
+    save_recorded_games(record_games(rules, [make_agent("ev", rules, 0)], 1, seed=1), games, {})
+    argv = ["--checkpoint", str(SHIPPED), "--out", str(tmp_path / "o.zip"), "--games-from",
+            str(games), "--soft-temperature", "0.03"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "holds no search action values" in err and err.count("\n") == 1
+    assert not (tmp_path / "o.zip").exists()
 
 
 @pytest.mark.parametrize(
