@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from agents.cli import EXIT_INTERRUPTED
-from agents.ppo.checkpoint import CheckpointError
+from agents.ppo.checkpoint import CheckpointError, read_metadata
 from agents.ppo.config import TrainConfig
 from agents.ppo.imitation import DataWorkersError
 from agents.registry import AgentSpecError, search_settings
@@ -108,6 +108,13 @@ def step_paths(out: Path, steps: int) -> list[Path]:
     return [out.with_name(f"{out.stem}_step{k}.zip") for k in range(1, steps)] + [out]
 
 
+def evaluate_command(network: Path) -> str:
+    """The ``evaluate.py`` command that plays ``network`` against ``ev`` in every other
+    seat of the rules it was trained for."""
+    opponents = " ".join(["ev"] * (read_metadata(network)["rules"]["num_players"] - 1))
+    return f"python evaluate.py --agents ppo:{network} {opponents} --games 2000"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (2: bad input, 130: Ctrl-C)."""
     import torch
@@ -157,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         done = f"the last finished step is {written[-1]}" if written else "no step finished"
         print(f"{PROG}: interrupted; {done}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    print(f"evaluate it: python evaluate.py --agents ppo:{args.out} ev --games 2000")
+    print(f"evaluate it: {evaluate_command(args.out)}")
     return 0
 
 

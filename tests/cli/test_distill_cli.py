@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.cli.distill import main, step_paths
+from agents.cli.distill import evaluate_command, main, step_paths
 from agents.ppo.checkpoint import read_metadata
 
 SHIPPED = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
@@ -23,6 +23,12 @@ def test_main__two_steps_chain_their_networks(tmp_path, capsys):
     assert [step["source"] for step in history] == [str(SHIPPED), str(first)]
     printed = capsys.readouterr().out
     assert "step 2/2" in printed and "played the searched move" in printed
+    assert f"evaluate it: python evaluate.py --agents ppo:{out} ev --games 2000" in printed
+
+
+def test_evaluate_command__every_other_seat_is_ev():
+    four = SHIPPED.with_name("ppo_4p.zip")
+    assert evaluate_command(four) == f"python evaluate.py --agents ppo:{four} ev ev ev --games 2000"
 
 
 def test_step_paths__last_step_is_out():
