@@ -43,6 +43,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+from compare_networks import deal_win_shares, interval_text, network_rules  # beside this script
 
 #: Decisions labelled per `SearchAgent.action_values` call.
 _CHUNK = 256
@@ -63,14 +64,6 @@ def read_games(games: str | Path, rules):
     return played, values
 
 
-def _rules(checkpoint: str | Path):
-    """The rules a checkpoint was trained for."""
-    from agents.ppo.checkpoint import read_metadata
-    from skyjo_env.core import SkyjoRules
-
-    return SkyjoRules.from_dict(read_metadata(checkpoint)["rules"])
-
-
 def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) -> dict:
     """Label every ``parts``-th searchable decision of ``games`` from ``part`` on.
 
@@ -83,7 +76,7 @@ def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) 
     from agents.registry import make_agent
 
     torch.set_num_threads(1)
-    rules = _rules(checkpoint)
+    rules = network_rules(checkpoint)
     agent = make_agent(f"{search}:ppo:{checkpoint}", rules, seed=100 + part)
     played, _ = read_games(games, rules)
     observations, masks = played.observations, played.masks
@@ -197,29 +190,6 @@ def capacity_check(args: argparse.Namespace, labelled: dict, decisions: tuple, r
             "accuracy": stats["accuracy"]}
 
 
-def deal_win_shares(network: Path, games: int, seed: int) -> np.ndarray:
-    """``ppo:network`` against ``ev``: its mean win share per deal group, float64 (D,)
-    (the same deals for every network with the same ``games`` and ``seed``)."""
-    from agents.evaluation.tournament import play_tournament
-    from agents.registry import make_agent
-
-    rules = _rules(network)
-    agents = [make_agent(f"ppo:{network}", rules, seed=0), make_agent("ev", rules, seed=1)]
-    records = play_tournament(agents, rules, games, seed, progress=False, ratings=False).records
-    return np.bincount(records.deal, weights=records.win_share[:, 0]) / np.bincount(records.deal)
-
-
-def interval_text(shares: np.ndarray, signed: bool = False) -> str:
-    """``"72.0% [71.2, 72.9]"`` (or ``"+1.2 [+0.6, +1.8]"`` with ``signed``): the mean of
-    per-deal values float (D,) and its 95% Student-t interval, in percent."""
-    from agents.evaluation.statistics import mean_confidence_interval
-
-    mean, low, high = (100 * value for value in mean_confidence_interval(shares))
-    if signed:
-        return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}]"
-    return f"{mean:.1f}% [{low:.1f}, {high:.1f}]"
-
-
 def main() -> None:
     """Label, fit each setting, and compare the fitted networks against ``ev``."""
     import torch
@@ -247,7 +217,7 @@ def main() -> None:
     settings = DEFAULT_FITS if not args.fit else tuple(
         (float(t), bool(int(s)), int(e), float(lr)) for t, s, e, lr in args.fit)
     torch.set_num_threads(1)
-    played, recorded = read_games(args.games, _rules(args.checkpoint))
+    played, recorded = read_games(args.games, network_rules(args.checkpoint))
     labelled = labels(args, recorded)
     decisions = labelled_decisions(played, labelled)
     args.out_dir.mkdir(parents=True, exist_ok=True)

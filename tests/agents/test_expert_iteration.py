@@ -478,3 +478,23 @@ def test_soft_distill_benchmark__uses_the_values_recorded_with_the_games(tmp_pat
     assert f"labels: the search values recorded in {games} ({searched:,} decisions)" in done.stdout
     assert re.search(r"^t0\.03_raw_e1_lr0\.0001 .*%", done.stdout, re.MULTILINE), done.stdout
     assert not (tmp_path / "searched.games.labels.npz").exists()  # nothing labelled again
+
+
+def test_compare_networks_benchmark__same_network_same_deals_differs_by_zero():
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    two, four = root / "models" / "ppo_2p.zip", root / "models" / "ppo_4p.zip"
+    script = str(root / "benchmarks" / "compare_networks.py")
+    done = subprocess.run([sys.executable, script, str(two), str(two), "--games", "8"],
+                          capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "8 games against ev, seed 4242"
+    # the same network on the same deals: the same games, so a paired difference of 0
+    assert lines[-1].startswith(str(two)) and lines[-1].endswith("+0.0 [+0.0, +0.0]"), lines
+    done = subprocess.run([sys.executable, script, str(four), "--games", "4", "--seed", "1"],
+                          capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("4 games against ev ev ev, seed 1"), done.stdout
