@@ -20,7 +20,7 @@ from the source network's on the same deals with the interval of that paired dif
 
 Usage::
 
-    python benchmarks/soft_distill.py --games run.games.npz \\
+    python benchmarks/soft_distill.py --games run.games.npz [more.games.npz ...] \\
         [--checkpoint models/ppo_2p.zip] [--parts 2] \\
         [--fit TEMPERATURE SHRINK EPOCHS LR ...] [--eval-games 2000] [--eval-seed 11] \\
         [--capacity-check 8000]
@@ -30,7 +30,9 @@ Games searched by this version keep the values the search measured as it played
 ``--relabel``, are labelled here with ``--search`` over ``--checkpoint``: the slow part
 (about 16 ms per decision on one core; ``--parts`` processes share the rows), saved as
 ``--labels`` (default ``<games>.labels.npz``) and reused by a later run with the same games,
-checkpoint and search.
+checkpoint and search. Several ``--games`` files are pooled into one fit (the targets use
+only differences of the values within a decision and the fitted network's own
+probabilities, so games searched over another network can be pooled).
 """
 
 from __future__ import annotations
@@ -96,34 +98,48 @@ def label_part(checkpoint: str, search: str, games: str, part: int, parts: int) 
             "base": np.concatenate(base)}
 
 
-def labels(args: argparse.Namespace, recorded) -> dict:
-    """The labels of ``args.games``: ``recorded``, the values recorded in the file (unless
-    None or ``args.relabel``), else read from ``args.labels`` when it was made from the
+def labels(args: argparse.Namespace, games: Path, recorded, saved_labels: Path) -> dict:
+    """The labels of the file ``games``: ``recorded``, the values recorded in it (unless
+    None or ``args.relabel``), else read from ``saved_labels`` when that was made from the
     same inputs, else computed on ``args.parts`` processes and saved there."""
     if recorded is not None and not args.relabel:
         rows = np.flatnonzero(recorded.base_actions >= 0)
-        print(f"labels: the search values recorded in {args.games} ({rows.size:,} decisions)")
+        print(f"labels: the search values recorded in {games} ({rows.size:,} decisions)")
         return {"rows": rows, "means": recorded.means[rows], "errors": recorded.errors[rows],
                 "base": recorded.base_actions[rows]}
-    provenance = json.dumps({"games": str(args.games), "checkpoint": str(args.checkpoint),
+    provenance = json.dumps({"games": str(games), "checkpoint": str(args.checkpoint),
                              "search": args.search, "parts": args.parts})
-    if args.labels.is_file():
-        with np.load(args.labels) as saved:
+    if saved_labels.is_file():
+        with np.load(saved_labels) as saved:
             if str(saved["provenance"]) == provenance:
-                print(f"labels: read {args.labels}")
+                print(f"labels: read {saved_labels}")
                 return {name: saved[name] for name in ("rows", "means", "errors", "base")}
-    print(f"labels: {args.search} over {args.checkpoint} on {args.games}, {args.parts} "
+    print(f"labels: {args.search} over {args.checkpoint} on {games}, {args.parts} "
           "processes", flush=True)
     started = time.perf_counter()
-    jobs = [(str(args.checkpoint), args.search, str(args.games), part, args.parts)
+    jobs = [(str(args.checkpoint), args.search, str(games), part, args.parts)
             for part in range(args.parts)]
     with multiprocessing.get_context("spawn").Pool(args.parts) as pool:
         results = pool.starmap(label_part, jobs)
     merged = {name: np.concatenate([r[name] for r in results]) for name in results[0]}
-    np.savez(args.labels, provenance=np.array(provenance), **merged)
+    np.savez(saved_labels, provenance=np.array(provenance), **merged)
     print(f"labels: {merged['rows'].size:,} decisions in {time.perf_counter() - started:.0f} s,"
-          f" saved to {args.labels}", flush=True)
+          f" saved to {saved_labels}", flush=True)
     return merged
+
+
+def pooled_labels(args: argparse.Namespace) -> tuple[dict, tuple[np.ndarray, np.ndarray]]:
+    """The labels of every ``--games`` file (`labels`) and their decisions
+    (`labelled_decisions`), file after file in one pool."""
+    rules = network_rules(args.checkpoint)
+    parts, decisions = [], []
+    for games in args.games:
+        played, recorded = read_games(games, rules)
+        saved_labels = args.labels or games.with_suffix(".labels.npz")
+        parts.append(labels(args, games, recorded, saved_labels))
+        decisions.append(labelled_decisions(played, parts[-1]))
+    pooled = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+    return pooled, tuple(np.concatenate(arrays) for arrays in zip(*decisions, strict=True))
 
 
 def labelled_decisions(played, labelled: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +177,8 @@ def fit(args: argparse.Namespace, labelled: dict, decisions: tuple, setting: tup
                  learning_rate=learning_rate, seed=0, target_probabilities=targets)
     after = action_probabilities(policy, obs_t, mask_t).numpy()
     record = {"soft_targets": {"temperature": temperature, "shrink": shrink, "epochs": epochs,
-                               "learning_rate": learning_rate, "games": str(args.games),
+                               "learning_rate": learning_rate,
+                               "games": [str(games) for games in args.games],
                                "search": args.search, "source": str(args.checkpoint)}}
     save_checkpoint(SimpleNamespace(policy=policy), out,
                     {**metadata, "distilled": [*metadata.get("distilled", []), record]})
@@ -195,15 +212,16 @@ def main() -> None:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--games", type=Path, required=True,
-                        help="a skyjo-distill --keep-games file")
+    parser.add_argument("--games", type=Path, required=True, nargs="+",
+                        help="skyjo-distill --keep-games files (several: one pooled fit)")
     parser.add_argument("--checkpoint", type=Path, default=Path("models/ppo_2p.zip"))
     parser.add_argument("--search", default="search(samples=64,leaf=critic,depth=12,"
                         "top_actions=4)", help="search spec without its base (labelling)")
     parser.add_argument("--relabel", action="store_true",
                         help="label with --search even if the file holds recorded values")
     parser.add_argument("--parts", type=int, default=2, help="labelling processes")
-    parser.add_argument("--labels", type=Path, help="default: <games>.labels.npz")
+    parser.add_argument("--labels", type=Path, help="default: <games>.labels.npz (with "
+                        "one --games file)")
     parser.add_argument("--fit", nargs=4, action="append", metavar=("TEMPERATURE", "SHRINK",
                         "EPOCHS", "LR"), help="a fit (SHRINK 0 or 1); repeat for several")
     parser.add_argument("--out-dir", type=Path, default=Path("runs/soft_distill"))
@@ -213,13 +231,12 @@ def main() -> None:
                         help="also fit a copy to the best-mean actions of N decisions for "
                         "60 epochs and print how well it memorises them (0: skip)")
     args = parser.parse_args()
-    args.labels = args.labels or args.games.with_suffix(".labels.npz")
+    if args.labels is not None and len(args.games) > 1:
+        parser.error("--labels names one file: give it with one --games file")
     settings = DEFAULT_FITS if not args.fit else tuple(
         (float(t), bool(int(s)), int(e), float(lr)) for t, s, e, lr in args.fit)
     torch.set_num_threads(1)
-    played, recorded = read_games(args.games, network_rules(args.checkpoint))
-    labelled = labels(args, recorded)
-    decisions = labelled_decisions(played, labelled)
+    labelled, decisions = pooled_labels(args)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     source = deal_win_shares(args.checkpoint, args.eval_games, args.eval_seed)
     print(f"\n{args.eval_games} games against ev, seed {args.eval_seed}; "

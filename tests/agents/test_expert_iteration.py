@@ -455,7 +455,7 @@ def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     assert re.search(r"capacity check: on 20 decisions .* plays it in \d+\.\d%", again.stdout)
 
 
-def test_soft_distill_benchmark__uses_the_values_recorded_with_the_games(tmp_path):
+def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_path):
     import subprocess
     import sys
 
@@ -470,12 +470,14 @@ def test_soft_distill_benchmark__uses_the_values_recorded_with_the_games(tmp_pat
     save_recorded_games(played, games, {"search": "search(samples=2,depth=2,leaf=critic)"},
                         values)
     command = [sys.executable, str(root / "benchmarks" / "soft_distill.py"), "--games",
-               str(games), "--fit", "0.03", "0", "1", "1e-4", "--eval-games", "2", "--out-dir",
-               str(tmp_path / "fits")]
+               str(games), str(games), "--fit", "0.03", "0", "1", "1e-4", "--eval-games", "2",
+               "--out-dir", str(tmp_path / "fits")]
     done = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=300)
     assert done.returncode == 0, done.stderr
     searched = int((values.base_actions >= 0).sum())
-    assert f"labels: the search values recorded in {games} ({searched:,} decisions)" in done.stdout
+    recorded = f"labels: the search values recorded in {games} ({searched:,} decisions)"
+    assert done.stdout.count(recorded) == 2, done.stdout  # two files (here the same) pooled
+    assert f"; {2 * searched:,} labelled decisions" in done.stdout
     assert re.search(r"^t0\.03_raw_e1_lr0\.0001 .*%", done.stdout, re.MULTILINE), done.stdout
     assert not (tmp_path / "searched.games.labels.npz").exists()  # nothing labelled again
 
