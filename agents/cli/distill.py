@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             soft = ("" if args.soft_temperature is None else
                     f" ({stats['fitted']:,.0f} searched ones fitted to soft targets)")
             print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions{soft}, the "
-                  f"network played the searched move {stats['agreement_before']:.1%} before the fit, "
-                  f"{stats['agreement_after']:.1%} after; wrote {target} in "
+                  f"network played the searched move {stats['agreement_before']:.1%} before "
+                  f"the fit, {stats['agreement_after']:.1%} after; wrote {target} in "
                   f"{time.perf_counter() - started:.0f} s", flush=True)
             source = target
             written.append(target)

@@ -453,10 +453,17 @@ def distill_checkpoint(
         ``"value_loss"`` with ``value_fit``.
 
     Raises:
+        ValueError: A ``soft_temperature`` that is not a finite number > 0 (before any
+            search).
         GamesFileError: ``games_in`` is not a games file that fits the network, or holds
             no search values and ``soft_temperature`` needs them.
     """
     import torch
+
+    if soft_temperature is not None and not (np.isfinite(soft_temperature)
+                                             and soft_temperature > 0):
+        raise ValueError(f"soft_temperature must be a finite number > 0, got "
+                         f"{soft_temperature!r}")
 
     from agents.ppo.checkpoint import load_policy, read_metadata, save_checkpoint
 

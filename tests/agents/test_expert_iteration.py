@@ -428,6 +428,17 @@ def test_distill_checkpoint__soft_targets_move_the_policy_towards_them(tmp_path)
     assert cross_entropy(out) < cross_entropy(shipped) - 0.02
 
 
+def test_distill_checkpoint__bad_soft_temperature_is_refused_before_searching(tmp_path):
+    from agents.ppo.expert import distill_checkpoint
+
+    shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
+    with pytest.raises(ValueError, match="soft_temperature must be a finite number > 0"):
+        # 10**6 games would take days: refused at once
+        distill_checkpoint(shipped, tmp_path / "o.zip", TINY_SEARCH, games=10**6, seed=0,
+                           soft_temperature=float("nan"))
+    assert not (tmp_path / "o.zip").exists()
+
+
 def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     import subprocess
     import sys
