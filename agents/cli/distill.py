@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     written: list[Path] = []
     try:
         _check(args)
-        anchor = TrainConfig().expert_anchor if args.anchor is None else args.anchor
+        anchor = (TrainConfig.model_fields["expert_anchor"].default if args.anchor is None
+                  else args.anchor)
         for step, target in enumerate(step_paths(args.out, args.steps), start=1):
             started = time.perf_counter()
             searching = args.games_from is None

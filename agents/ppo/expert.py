@@ -93,7 +93,8 @@ class _RecordingSearch:
 
 def _compact(values: ActionValues) -> ActionValues:
     """Means and errors as float32 (half the memory; far finer than their noise)."""
-    return ActionValues(values.means.astype(np.float32), values.errors.astype(np.float32),
+    return ActionValues(values.means.astype(np.float32, copy=False),
+                        values.errors.astype(np.float32, copy=False),
                         np.asarray(values.base_actions, np.int64))
 
 
@@ -320,7 +321,7 @@ def fit_to_search(
 
     actor = PPOAgent(policy)
     before = agreement(actor.act(played.observations, played.masks), played.actions)
-    rows = np.arange(len(played.actions))
+    rows = slice(None)  # every decision, as views of the arrays
     targets = None
     if soft_temperature is not None:
         if values is None:
@@ -338,7 +339,14 @@ def fit_to_search(
     after = agreement(actor.act(played.observations, played.masks), played.actions)
     return {"agreement_before": before, "agreement_after": after, "loss": fit["loss"],
             **({"value_loss": fit["value_loss"]} if "value_loss" in fit else {}),
-            "decisions": float(len(played.actions)), "fitted": float(len(rows))}
+            "decisions": float(len(played.actions)),
+            "fitted": float(played.actions[rows].size)}
+
+
+def _check_temperature(temperature: float, name: str) -> None:
+    """A `ValueError` naming ``name`` unless ``temperature`` is a finite number > 0."""
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {temperature!r}")
 
 
 def _soft_targets(
@@ -389,8 +397,7 @@ def soft_search_targets(
     Raises:
         ValueError: A temperature that is not a positive finite number.
     """
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    _check_temperature(temperature, "temperature")
     means = np.asarray(means, np.float64)
     advantage = means - means[np.arange(len(base_actions)), base_actions][:, None]
     if shrink:
@@ -460,10 +467,8 @@ def distill_checkpoint(
     """
     import torch
 
-    if soft_temperature is not None and not (np.isfinite(soft_temperature)
-                                             and soft_temperature > 0):
-        raise ValueError(f"soft_temperature must be a finite number > 0, got "
-                         f"{soft_temperature!r}")
+    if soft_temperature is not None:
+        _check_temperature(soft_temperature, "soft_temperature")
 
     from agents.ppo.checkpoint import load_policy, read_metadata, save_checkpoint
 
