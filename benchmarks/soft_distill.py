@@ -161,21 +161,22 @@ def fit(args: argparse.Namespace, labelled: dict, decisions: tuple, setting: tup
     import torch
 
     from agents.ppo.checkpoint import load_policy, read_metadata, save_checkpoint
-    from agents.ppo.expert import EXPERT_BATCH_SIZE, soft_search_targets
+    from agents.ppo.expert import EXPERT_BATCH_SIZE, policy_soft_targets
     from agents.ppo.imitation import action_probabilities, clone_policy
+    from agents.search import ActionValues
 
     temperature, shrink, epochs, learning_rate = setting
     metadata = read_metadata(args.checkpoint)
     policy = load_policy(args.checkpoint, metadata, trainable=True)
     observations, masks = decisions
-    obs_t, mask_t = torch.as_tensor(observations), torch.as_tensor(masks)
-    prior = action_probabilities(policy, obs_t, mask_t).double().numpy()
-    targets = soft_search_targets(prior, labelled["means"], labelled["errors"],
-                                  labelled["base"], masks, temperature, shrink)
+    evidence = ActionValues(labelled["means"], labelled["errors"], labelled["base"])
+    targets, prior = policy_soft_targets(policy, observations, masks, evidence, temperature,
+                                         shrink)
     wanted = targets.argmax(axis=1)
     clone_policy(policy, observations, masks, wanted, epochs, batch_size=EXPERT_BATCH_SIZE,
                  learning_rate=learning_rate, seed=0, target_probabilities=targets)
-    after = action_probabilities(policy, obs_t, mask_t).numpy()
+    after = action_probabilities(policy, torch.as_tensor(observations),
+                                 torch.as_tensor(masks)).numpy()
     record = {"soft_targets": {"temperature": temperature, "shrink": shrink, "epochs": epochs,
                                "learning_rate": learning_rate,
                                "games": [str(games) for games in args.games],

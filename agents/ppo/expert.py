@@ -327,7 +327,8 @@ def fit_to_search(
         if values is None:
             raise ValueError("soft targets need the search's action values of the games")
         rows = np.flatnonzero(values.base_actions >= 0)
-        targets = _soft_targets(policy, played, values, rows, soft_temperature)
+        targets, _ = policy_soft_targets(policy, played.observations[rows], played.masks[rows],
+                                         ActionValues(*(part[rows] for part in values)), soft_temperature)
     critic = None if shaping is None else value_targets(played, layout, shaping)[rows]
     fit = clone_policy(
         policy, played.observations[rows], played.masks[rows],
@@ -349,20 +350,39 @@ def _check_temperature(temperature: float, name: str) -> None:
         raise ValueError(f"{name} must be a finite number > 0, got {temperature!r}")
 
 
-def _soft_targets(
-    policy, played: RecordedGames, values: ActionValues, rows: np.ndarray, temperature: float
-) -> np.ndarray:
-    """`soft_search_targets` of decisions ``rows`` (int (R,)) with the policy's own
-    probabilities as the prior: float64 (R, A)."""
+def policy_soft_targets(
+    policy,
+    observations: np.ndarray,
+    masks: np.ndarray,
+    values: ActionValues,
+    temperature: float,
+    shrink: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`soft_search_targets` of searched decisions with a policy's own probabilities as
+    the prior (what a soft fit of that policy aims at).
+
+    Args:
+        policy: A ``MaskableActorCriticPolicy``.
+        observations: float32 (R, O), decisions the search decided.
+        masks: bool (R, A), their legal actions.
+        values: The search's `ActionValues` of the same R decisions.
+        temperature, shrink: As `soft_search_targets`.
+
+    Returns:
+        The targets and the prior, both float64 (R, A).
+
+    Raises:
+        ValueError: As `soft_search_targets`.
+    """
     import torch
 
     from agents.ppo.imitation import action_probabilities
 
-    masks = played.masks[rows]
-    prior = action_probabilities(policy, torch.as_tensor(played.observations[rows]),
+    prior = action_probabilities(policy, torch.as_tensor(observations),
                                  torch.as_tensor(masks)).double().numpy()
-    return soft_search_targets(prior, values.means[rows], values.errors[rows],
-                               values.base_actions[rows], masks, temperature)
+    targets = soft_search_targets(prior, values.means, values.errors, values.base_actions,
+                                  masks, temperature, shrink)
+    return targets, prior
 
 
 def soft_search_targets(
@@ -525,6 +545,7 @@ __all__ = [
     "expert_chunk",
     "fit_to_search",
     "load_recorded_games",
+    "policy_soft_targets",
     "save_recorded_games",
     "soft_search_targets",
     "teacher_spec",

@@ -25,6 +25,7 @@ from agents.ppo.imitation import (
 )
 from agents.ppo.shaping import grid_potential
 from agents.registry import make_agent
+from agents.search import ActionValues
 from skyjo_env.core.layout import TOTAL
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
@@ -401,7 +402,7 @@ def test_distill_checkpoint__soft_targets_move_the_policy_towards_them(tmp_path)
     import torch
 
     from agents.ppo.checkpoint import load_policy, read_metadata
-    from agents.ppo.expert import _soft_targets, distill_checkpoint, load_recorded_games
+    from agents.ppo.expert import distill_checkpoint, load_recorded_games, policy_soft_targets
     from agents.ppo.imitation import action_probabilities
 
     shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
@@ -416,7 +417,8 @@ def test_distill_checkpoint__soft_targets_move_the_policy_towards_them(tmp_path)
     played, _, values = load_recorded_games(games, source.observation_space.shape[0],
                                             source.action_space.n)
     rows = np.flatnonzero(values.base_actions >= 0)
-    targets = _soft_targets(source, played, values, rows, 0.03)
+    targets, _ = policy_soft_targets(source, played.observations[rows], played.masks[rows],
+                                     ActionValues(*(part[rows] for part in values)), 0.03)
 
     def cross_entropy(network) -> float:
         probabilities = action_probabilities(
