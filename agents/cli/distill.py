@@ -89,6 +89,12 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError("--ray-address needs --workers >= 1")
     if args.out.suffix != ".zip":
         raise ValueError(f"--out {str(args.out)!r} must end in .zip")
+    read_metadata(args.checkpoint)  # a bad checkpoint is refused before minutes of search
+    source = args.checkpoint.resolve()
+    for target in step_paths(args.out, args.steps):
+        if target.resolve() == source:
+            raise ValueError(f"--out: step network {str(target)!r} would overwrite --checkpoint "
+                             f"{str(args.checkpoint)!r}; write it elsewhere")
     search_settings(args.search)
     if args.games_from is not None:
         if args.steps != 1:

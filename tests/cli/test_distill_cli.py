@@ -48,14 +48,26 @@ def test_step_paths__last_step_is_out():
         (["--soft-temperature", "0"], "--soft-temperature must be > 0, got 0.0"),
         (["--soft-temperature", "0.03", "--anchor", "0.5"], "soft targets (--soft-temperature) "
          "hold it already"),
+        (["--checkpoint", str(SHIPPED.with_name("ppo_2p.config.yaml"))], "is corrupt"),
+        (["--out", str(SHIPPED)], "would overwrite --checkpoint"),
     ],
 )
 def test_main__bad_input_is_one_line_exit_2(tmp_path, capsys, extra, message):
     argv = ["--checkpoint", str(SHIPPED), "--out", str(tmp_path / "o.zip"), *extra]
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1
+    printed = capsys.readouterr()
+    assert message in printed.err and printed.err.count("\n") == 1
+    assert printed.out == ""  # refused before any step starts
     assert not (tmp_path / "o.zip").exists()
+
+
+def test_main__no_step_overwrites_the_starting_checkpoint(tmp_path, capsys):
+    start = tmp_path / "net_step1.zip"  # what step 1 of --out net.zip --steps 2 would write
+    start.write_bytes(SHIPPED.read_bytes())
+    argv = ["--checkpoint", str(start), "--out", str(tmp_path / "net.zip"), "--steps", "2"]
+    assert main(argv) == 2
+    assert f"step network '{start}' would overwrite --checkpoint" in capsys.readouterr().err
+    assert start.read_bytes() == SHIPPED.read_bytes()
 
 
 def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, monkeypatch):
