@@ -11,12 +11,14 @@ Usage::
     python benchmarks/compare_networks.py models/ppo_2p.zip runs/distilled.zip \\
         [--games 10000] [--seed 4242]
 
-All networks must be trained for the same rules (the first one's are used).
+All networks must be trained for the same rules; a network trained for others, or a
+file that is not a readable checkpoint, is refused with a one-line error (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -55,17 +57,38 @@ def interval_text(shares: np.ndarray, signed: bool = False) -> str:
     return f"{mean:.1f}% [{low:.1f}, {high:.1f}]"
 
 
-def main() -> None:
-    """Play every network on the same deals and print the table."""
+def checked_rules(networks: list[Path]):
+    """The rules all ``networks`` were trained for, or a `ValueError` naming the first
+    network trained for others (their deals and seats could not be paired)."""
+    rules = network_rules(networks[0])
+    for network in networks[1:]:
+        if network_rules(network) != rules:
+            raise ValueError(f"{network} was trained for other rules than {networks[0]} "
+                             f"({rules.num_players} players); compare networks of one game")
+    return rules
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Play every network on the same deals and print the table; returns the exit code
+    (2: a bad argument or checkpoint, with a one-line error)."""
     import torch
+
+    from agents.ppo.checkpoint import CheckpointError
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("networks", nargs="+", type=Path, help="skyjo-rl checkpoints")
     parser.add_argument("--games", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=4242)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    players = network_rules(args.networks[0]).num_players
+    try:
+        if args.games < 1 or args.seed < 0:
+            raise ValueError(f"--games must be >= 1 and --seed >= 0, got {args.games} and "
+                             f"{args.seed}")
+        players = checked_rules(args.networks).num_players
+    except (CheckpointError, ValueError) as error:
+        print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
     against = " ".join(["ev"] * (players - 1))
     print(f"{args.games} games against {against}, seed {args.seed}")
     print(f"{'network':<40} {'win rate, 95% CI':<20}  minus the first's on the same deals")
@@ -75,7 +98,8 @@ def main() -> None:
         paired = "" if first is None else interval_text(shares - first, signed=True)
         first = shares if first is None else first
         print(f"{str(network):<40} {interval_text(shares):<20}  {paired}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

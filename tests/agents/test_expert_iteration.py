@@ -513,3 +513,25 @@ def test_compare_networks_benchmark__same_network_same_deals_differs_by_zero():
                           capture_output=True, text=True, cwd=root, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("4 games against ev ev ev, seed 1"), done.stdout
+
+
+@pytest.mark.parametrize(
+    "networks, extra, message",
+    [
+        (["ppo_2p.zip", "ppo_4p.zip"], [], "ppo_4p.zip was trained for other rules than"),
+        (["ppo_2p.config.yaml"], [], "is corrupt"),
+        (["no_such.zip"], [], "does not exist"),
+        (["ppo_2p.zip"], ["--games", "0"], "--games must be >= 1"),
+    ],
+)
+def test_compare_networks_benchmark__bad_input_is_one_line_exit_2(networks, extra, message):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    script = str(root / "benchmarks" / "compare_networks.py")
+    paths = [str(root / "models" / name) for name in networks]
+    done = subprocess.run([sys.executable, script, *paths, *extra], capture_output=True,
+                          text=True, cwd=root, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
