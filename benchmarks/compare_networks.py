@@ -47,11 +47,14 @@ def deal_win_shares(network: str | Path, games: int, seed: int) -> np.ndarray:
 
 
 def interval_text(shares: np.ndarray, signed: bool = False) -> str:
-    """``"72.0% [71.2, 72.9]"`` (or ``"+1.2 [+0.6, +1.8]"`` with ``signed``): the mean of
-    per-deal values float (D,) and its 95% Student-t interval, in percent."""
-    from agents.evaluation.statistics import mean_confidence_interval
+    """``"72.0% [71.2, 72.9]"``: the win rate of per-deal win shares float (D,) and its
+    95% interval (`win_rate_interval`: Student-t, clipped to [0, 100]); with ``signed``,
+    ``"+1.2 [+0.6, +1.8]"``: the mean of per-deal differences and its Student-t
+    interval, in points."""
+    from agents.evaluation.statistics import mean_confidence_interval, win_rate_interval
 
-    mean, low, high = (100 * value for value in mean_confidence_interval(shares))
+    interval = mean_confidence_interval if signed else win_rate_interval
+    mean, low, high = (100 * value for value in interval(shares))
     if signed:
         return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}]"
     return f"{mean:.1f}% [{low:.1f}, {high:.1f}]"

@@ -535,3 +535,15 @@ def test_compare_networks_benchmark__bad_input_is_one_line_exit_2(networks, extr
                           text=True, cwd=root, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_compare_networks_interval_text__win_rates_stay_within_0_and_100():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_networks.py"
+    spec = importlib.util.spec_from_file_location("compare_networks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # the plain Student-t interval of these five deal shares reaches 117.8%
+    assert module.interval_text(np.array([1.0, 1.0, 0.5, 1.0, 1.0])) == "90.0% [62.2, 100.0]"
+    assert module.interval_text(np.array([0.1, -0.2, 0.3]), signed=True) == "+6.7 [-55.8, +69.2]"
