@@ -327,8 +327,9 @@ def fit_to_search(
         if values is None:
             raise ValueError("soft targets need the search's action values of the games")
         rows = np.flatnonzero(values.base_actions >= 0)
+        searched = ActionValues(*(part[rows] for part in values))
         targets, _ = policy_soft_targets(policy, played.observations[rows], played.masks[rows],
-                                         ActionValues(*(part[rows] for part in values)), soft_temperature)
+                                         searched, soft_temperature)
     critic = None if shaping is None else value_targets(played, layout, shaping)[rows]
     fit = clone_policy(
         policy, played.observations[rows], played.masks[rows],
