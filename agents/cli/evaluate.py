@@ -91,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot", type=Path, metavar="PNG", help="write a win-rate bar chart (PNG) here"
     )
     parser.add_argument(
+        "--games-csv",
+        type=Path,
+        metavar="PATH",
+        help="write one CSV row per game here (deal, rotation, each agent's total and win "
+        "share): to pair runs on the same deals (benchmarks/paired_runs.py)",
+    )
+    parser.add_argument(
         "--no-progress",
         action="store_true",
         help="hide the progress (a bar on a terminal; off one, as under nohup, a line a "
@@ -184,7 +191,8 @@ def _prepare(args: argparse.Namespace):
     if args.torch_threads < 1:
         raise UsageError(f"--torch-threads must be >= 1, got {args.torch_threads}")
     _check_distributed(args)
-    for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
+    for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot),
+                         ("--games-csv", args.games_csv)):
         _check_output(option, path)
     try:
         # the seat count overrides the file's before validation (a deck check depends on it)
@@ -266,7 +274,8 @@ def _run(args: argparse.Namespace) -> int:
     print(format_table(result))
     try:
         written = write_reports(
-            result, json_path=args.json, csv_path=args.csv, plot_path=args.plot
+            result, json_path=args.json, csv_path=args.csv, plot_path=args.plot,
+            games_csv_path=args.games_csv,
         )
     except OSError as error:
         return _fail(f"cannot write the report: {error}", EXIT_RUNTIME)

@@ -185,6 +185,31 @@ def render_csv(result: TournamentResult) -> str:
     return buffer.getvalue()
 
 
+def render_games_csv(result: TournamentResult) -> str:
+    """Every game as a CSV row, for statistics of one's own and for pairing two runs on
+    the same deals (`benchmarks/paired_runs.py`: same seed, agents and player count, so
+    the same deal groups).
+
+    Columns: ``seed``, ``game``, ``deal`` (deal group), ``rotation`` (agent ``i`` sat at
+    seat ``(i + rotation) % P``), ``rounds``, ``truncated`` (0/1), then per agent position
+    ``i`` (the order of ``--agents``): ``agent_<i>_total`` and ``agent_<i>_win_share``
+    (1/k for each of the k lowest totals, 0 otherwise and in a truncated game).
+    """
+    records = result.records
+    players = records.total.shape[1]
+    header = ["seed", "game", "deal", "rotation", "rounds", "truncated"]
+    for i in range(players):
+        header += [f"agent_{i}_total", f"agent_{i}_win_share"]
+    lines = [",".join(header)]
+    for g in range(records.deal.size):
+        cells = [str(result.seed), str(g), str(records.deal[g]), str(records.rotation[g]),
+                 str(records.rounds[g]), str(int(records.truncated[g]))]
+        for i in range(players):
+            cells += [str(records.total[g, i]), f"{records.win_share[g, i]:.6g}"]
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
 def render_plot(result: TournamentResult) -> bytes:
     """PNG bytes of a bar chart of win rates with their 95% intervals as error bars."""
     import matplotlib
@@ -229,6 +254,7 @@ def write_reports(
     json_path: str | os.PathLike | None = None,
     csv_path: str | os.PathLike | None = None,
     plot_path: str | os.PathLike | None = None,
+    games_csv_path: str | os.PathLike | None = None,
 ) -> list[Path]:
     """Render every requested report first, then write each atomically.
 
@@ -237,6 +263,7 @@ def write_reports(
         json_path: Where to write the JSON report, or None.
         csv_path: Where to write the CSV table, or None.
         plot_path: Where to write the PNG chart, or None.
+        games_csv_path: Where to write one CSV row per game (`render_games_csv`), or None.
 
     Returns:
         The paths written.
@@ -248,6 +275,8 @@ def write_reports(
         outputs.append((Path(csv_path), render_csv(result)))
     if plot_path is not None:
         outputs.append((Path(plot_path), render_plot(result)))
+    if games_csv_path is not None:
+        outputs.append((Path(games_csv_path), render_games_csv(result)))
     for path, content in outputs:
         write_atomic(path, content)
     return [path for path, _ in outputs]
@@ -259,6 +288,7 @@ __all__ = [
     "format_table",
     "games_per_second_text",
     "render_csv",
+    "render_games_csv",
     "render_json",
     "render_plot",
     "write_atomic",

@@ -76,6 +76,33 @@ def test_main__writes_json_csv_and_png(tmp_path, capsys):
     ]  # no temporary files left behind
 
 
+def test_main__games_csv_has_every_game_and_agrees_with_the_report(tmp_path):
+    report_path, games_path = tmp_path / "report.json", tmp_path / "games.csv"
+    argv = ["--agents", "greedy", "random", "ev", "--games", "12", "--seed", "5",
+            "--no-progress", "--no-ratings", "--json", str(report_path),
+            "--games-csv", str(games_path)]
+    assert main(argv) == 0
+    with open(games_path, newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert list(rows[0]) == ["seed", "game", "deal", "rotation", "rounds", "truncated",
+                             "agent_0_total", "agent_0_win_share", "agent_1_total",
+                             "agent_1_win_share", "agent_2_total", "agent_2_win_share"]
+    assert [int(row["game"]) for row in rows] == list(range(12))
+    assert [(int(row["deal"]), int(row["rotation"])) for row in rows] == [
+        (g // 3, g % 3) for g in range(12)]
+    assert {row["seed"] for row in rows} == {"5"}
+    report = json.loads(report_path.read_text())
+    for i, agent in enumerate(report["agents"]):
+        wins = sum(float(row[f"agent_{i}_win_share"]) for row in rows)
+        assert wins == pytest.approx(agent["wins"])
+        totals = [int(row[f"agent_{i}_total"]) for row in rows]
+        assert sum(totals) / 12 == pytest.approx(agent["mean_total"])
+    for row in rows:  # the win goes to the lowest total
+        totals = [int(row[f"agent_{i}_total"]) for i in range(3)]
+        shares = [float(row[f"agent_{i}_win_share"]) for i in range(3)]
+        assert shares[totals.index(min(totals))] > 0 and sum(shares) == pytest.approx(1)
+
+
 def test_main__same_seed_same_json(tmp_path):
     argv = ["--agents", "random", "random", "random", "--games", "30", "--no-progress"]
     for name in ("a.json", "b.json"):
