@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -208,8 +209,9 @@ def capacity_check(args: argparse.Namespace, labelled: dict, decisions: tuple, r
             "accuracy": stats["accuracy"]}
 
 
-def main() -> None:
-    """Label, fit each setting, and compare the fitted networks against ``ev``."""
+def main() -> int:
+    """Label, fit each setting, and compare the fitted networks against ``ev``; returns the
+    exit code (2: a one-line error for a bad games file, checkpoint or fit setting)."""
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -234,9 +236,19 @@ def main() -> None:
     args = parser.parse_args()
     if args.labels is not None and len(args.games) > 1:
         parser.error("--labels names one file: give it with one --games file")
+    torch.set_num_threads(1)
+    try:
+        run(args)
+    except ValueError as error:  # also GamesFileError and CheckpointError: bad input files
+        print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(args: argparse.Namespace) -> None:
+    """Everything after the argument parsing of `main`: label, fit, compare, print."""
     settings = DEFAULT_FITS if not args.fit else tuple(
         (float(t), bool(int(s)), int(e), float(lr)) for t, s, e, lr in args.fit)
-    torch.set_num_threads(1)
     labelled, decisions = pooled_labels(args)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     source = deal_win_shares(args.checkpoint, args.eval_games, args.eval_seed)
@@ -263,4 +275,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

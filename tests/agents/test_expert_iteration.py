@@ -547,3 +547,22 @@ def test_compare_networks_interval_text__win_rates_stay_within_0_and_100():
     # the plain Student-t interval of these five deal shares reaches 117.8%
     assert module.interval_text(np.array([1.0, 1.0, 0.5, 1.0, 1.0])) == "90.0% [62.2, 100.0]"
     assert module.interval_text(np.array([0.1, -0.2, 0.3]), signed=True) == "+6.7 [-55.8, +69.2]"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--games", "no_such.games.npz"], "games file 'no_such.games.npz' is not a file"),
+        (["--games", "models/ppo_2p.zip", "--fit", "x", "0", "2", "1e-4"],
+         "could not convert string to float: 'x'"),
+    ],
+)
+def test_soft_distill_benchmark__bad_input_is_one_line_exit_2(extra, message):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "soft_distill.py"), *extra],
+                          capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
