@@ -47,9 +47,9 @@ def read_games_csv(path: Path) -> dict[str, np.ndarray]:
             with warnings.catch_warnings():  # an empty body is reported below, once
                 warnings.simplefilter("ignore", UserWarning)
                 table = np.loadtxt(file, delimiter=",", dtype=np.float64, ndmin=2)
+    except PairingError:
+        raise
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        if isinstance(error, PairingError):
-            raise
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise PairingError(f"{path}: not a readable --games-csv file ({first_line})") from error
     if table.shape[0] == 0 or table.shape[1] != len(header):
