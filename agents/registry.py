@@ -330,6 +330,17 @@ def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
     return value_fn, prior_fn, rollout_agent
 
 
+def checkpoint_path(spec: str) -> str | None:
+    """The checkpoint a spec loads (``ppo:PATH``, ``search:ppo:PATH``,
+    ``search(OPTIONS):ppo:PATH``), or None for a spec without one. The spec's form is not
+    checked here (`make_agent` does)."""
+    spec = spec.strip()
+    while spec.startswith(("search:", "search(")):
+        _, rest = _split_search(spec)
+        spec = rest[1:].strip()
+    return spec[len("ppo:"):] if spec.startswith("ppo:") else None
+
+
 def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     """Build the agent a spec names.
 
@@ -369,4 +380,4 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     raise AgentSpecError(f"unknown agent spec {spec!r}; valid forms: {VALID_FORMS}")
 
 
-__all__ = ["BUILTIN_AGENTS", "VALID_FORMS", "AgentSpecError", "make_agent"]
+__all__ = ["BUILTIN_AGENTS", "VALID_FORMS", "AgentSpecError", "checkpoint_path", "make_agent"]

@@ -17,6 +17,9 @@ Ctrl-C ends it with exit status 130. No traceback is printed for any of these.
 ``--ray-address HOST:PORT`` (an existing cluster) shard the deal groups over Ray tasks
 (`agents.evaluation.distributed`); Ray is imported only then. Without Ray installed, or
 with an unreachable address, the run ends with a one-line message and exit status 2.
+``--resume DIR`` keeps each finished chunk in DIR (`agents.evaluation.resume`): the same
+command run again after a stop (Ctrl-C, a kill, a lost machine) plays only the missing
+chunks; a DIR of another tournament is a one-line error, exit status 2.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from agents.evaluation.games import (
     set_torch_threads,
 )
 from agents.evaluation.report import format_table, write_reports
+from agents.evaluation.resume import ResumeError
 from agents.evaluation.tournament import play_tournament
 from agents.registry import VALID_FORMS, AgentSpecError, make_agent
 from skyjo_env.core.rules import MAX_PLAYERS, load_rules
@@ -143,6 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"most {DEFAULT_CHUNK_DEALS}); it fixes the random agents' streams, so keep it to "
         "reproduce a report",
     )
+    distributed.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="keep every finished chunk in DIR (made if missing); the same command run "
+        "again after a stop plays only the chunks not there yet, and reports as if never "
+        "stopped. A DIR of another tournament (other agents, checkpoints, rules, games, "
+        "seed or chunk size) is refused",
+    )
     return parser
 
 
@@ -168,6 +181,15 @@ def _check_distributed(args: argparse.Namespace) -> None:
             raise UsageError(f"--chunk-deals must be >= 1, got {args.chunk_deals}")
         if not _is_distributed(args):
             raise UsageError("--chunk-deals applies only with --workers or --ray-address")
+    if args.resume is not None:
+        if not _is_distributed(args):
+            raise UsageError("--resume applies only with --workers or --ray-address (the "
+                             "games are kept chunk by chunk)")
+        if args.resume.exists() and not args.resume.is_dir():
+            raise UsageError(f"--resume {str(args.resume)!r} is a file, not a directory")
+        parent = args.resume.parent if str(args.resume.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"--resume: directory {str(parent)!r} does not exist")
     if args.ray_address is not None and not args.ray_address.strip():
         raise UsageError("--ray-address is empty; give HOST:PORT")
 
@@ -254,6 +276,7 @@ def _run(args: argparse.Namespace) -> int:
                 chunk_deals=args.chunk_deals,
                 progress=progress,
                 ratings=not args.no_ratings,
+                resume=args.resume,
             )
         else:
             result = play_tournament(
@@ -265,7 +288,7 @@ def _run(args: argparse.Namespace) -> int:
                 progress=progress,
                 ratings=not args.no_ratings,
             )
-    except (DistributedSetupError, AgentSpecError) as error:  # e.g. a path a node lacks
+    except (DistributedSetupError, AgentSpecError, ResumeError) as error:  # e.g. a path a node lacks
         return _fail(str(error), EXIT_USAGE)
     except (AgentActionError, DistributedRunError) as error:
         return _fail(str(error), EXIT_RUNTIME)

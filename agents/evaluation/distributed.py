@@ -37,10 +37,12 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,7 @@ from agents.evaluation.games import (
     set_torch_threads,
     shard_agent_seed,
 )
+from agents.evaluation.resume import ChunkStore, tournament_identity
 from agents.evaluation.tournament import TournamentResult, tournament_result
 from skyjo_env.core.rules import SkyjoRules
 
@@ -310,9 +313,10 @@ def play_sharded(
     chunk_deals: int | None = None,
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
+    store: ChunkStore | None = None,
 ) -> tuple[GameRecords, list[str], float]:
     """Play a tournament's games as Ray tasks, one per chunk of deal groups (Ray must be
-    initialised, e.g. by `ray_session`).
+    initialised, e.g. by `ray_session`, unless ``store`` keeps every chunk already).
 
     Args:
         specs: One agent spec per seat position; ``len(specs) == rules.num_players``.
@@ -325,14 +329,18 @@ def play_sharded(
         progress: Progress bar over the games, advanced as chunks finish; None = only on a
             terminal.
         max_batch: Most games one task steps together.
+        store: Finished chunks kept on disk (`agents.evaluation.resume`): those it holds
+            are read instead of played, and every chunk finished here is added to it.
 
     Returns:
         ``(records, names, elapsed_s)``: every game in deal order, the agents' display
-        names, and the wall time from the first task submitted to the last result.
+        names, and the wall time from the first task submitted to the last result (plus,
+        with ``store``, the wall time of the earlier runs it records).
 
     Raises:
         ValueError: Bad arguments. AgentActionError, AgentSpecError: as raised in a task.
         DistributedRunError: Ray lost a task (a worker or node died).
+        ResumeError: ``store`` holds a damaged chunk.
     """
     players = rules.num_players
     if len(specs) != players:
@@ -343,32 +351,65 @@ def play_sharded(
         chunk_deals = default_chunk_deals(num_deals)
     chunks = chunk_ranges(num_deals, check_chunk_deals(chunk_deals))
     limit = check_workers(workers) or len(chunks)
+    parts: list[GameRecords | None] = [None] * len(chunks)
+    names: list[str] = []
+    earlier_s = 0.0
+    if store is not None:
+        earlier_s = store.elapsed_s
+        for index, deals in enumerate(chunks):
+            kept = store.load(index, deals, players)
+            if kept is not None:
+                parts[index], names = kept
+    missing = [index for index, part in enumerate(parts) if part is None]
+    started = time.perf_counter()
+    done = sum(part.num_games for part in parts if part is not None)
+    if store is not None and done and progress is not False:
+        print(f"resuming: {len(chunks) - len(missing)} of {len(chunks)} chunks ({done} games) "
+              f"read from {store.directory}", file=sys.stderr, flush=True)
+    if missing:
+        with progress_bar(num_deals * players, progress, initial=done) as bar:
+            for index, records, names in _play_chunks(
+                specs, rules, seed, chunks, missing, limit, max_batch
+            ):
+                parts[index] = records
+                bar.update(records.num_games)
+                if store is not None:
+                    store.save(index, records, names,
+                               earlier_s + time.perf_counter() - started)
+    return GameRecords.concatenate(parts), names, earlier_s + time.perf_counter() - started
+
+
+def _play_chunks(
+    specs: Sequence[str],
+    rules: SkyjoRules,
+    seed: int,
+    chunks: list[range],
+    indices: list[int],
+    limit: int,
+    max_batch: int,
+) -> Iterator[tuple[int, GameRecords, list[str]]]:
+    """Play chunks ``indices`` as Ray tasks, at most ``limit`` at once; yield each
+    ``(index, records, names)`` as it finishes (in any order). Tasks still running when
+    the caller stops (an error, Ctrl-C) are cancelled."""
     ray = import_ray()
     task = ray.remote(num_cpus=1)(_chunk_task)
     rules_data = rules.to_dict()
-    parts: list[GameRecords | None] = [None] * len(chunks)
-    names: list[str] = []
+    queue = list(indices)
     pending: dict[Any, int] = {}  # task -> chunk index
-    submitted = 0
-    started = time.perf_counter()
     try:
-        with progress_bar(num_deals * players, progress) as bar:
-            while submitted < len(chunks) or pending:
-                while submitted < len(chunks) and len(pending) < limit:
-                    ref = task.remote(
-                        list(specs), rules_data, seed, submitted, chunks[submitted], max_batch
-                    )
-                    pending[ref] = submitted
-                    submitted += 1
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    index = pending.pop(ref)
-                    parts[index], names = _result(ray, ref)
-                    bar.update(parts[index].num_games)
+        while queue or pending:
+            while queue and len(pending) < limit:
+                index = queue.pop(0)
+                ref = task.remote(list(specs), rules_data, seed, index, chunks[index], max_batch)
+                pending[ref] = index
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                index = pending.pop(ref)
+                records, names = _result(ray, ref)
+                yield index, records, names
     finally:
         for ref in pending:  # after an error or Ctrl-C: stop what is still running
             ray.cancel(ref)
-    return GameRecords.concatenate(parts), names, time.perf_counter() - started
 
 
 def evaluate_agents_distributed(
@@ -383,6 +424,7 @@ def evaluate_agents_distributed(
     progress: bool | None = None,
     ratings: bool = True,
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    resume: str | Path | None = None,
 ) -> TournamentResult:
     """`evaluate_agents` sharded over Ray: the same report for deterministic agents, and
     the same report whatever ``workers`` for every agent (see the module docstring).
@@ -400,23 +442,37 @@ def evaluate_agents_distributed(
         progress: Progress bar; None = only on a terminal.
         ratings: Compute OpenSkill ratings.
         connect_timeout_s: How long ``address`` may take to accept a connection.
+        resume: A directory that keeps every finished chunk (`agents.evaluation.resume`):
+            run again with the same arguments, only the chunks not kept there are played
+            (no Ray is started when none is missing), and the report is the one of a run
+            never stopped.
 
     Returns:
-        The `TournamentResult`; ``elapsed_s`` excludes starting or connecting to Ray.
+        The `TournamentResult`; ``elapsed_s`` excludes starting or connecting to Ray (and
+        with ``resume`` adds the wall time of the earlier runs).
 
     Raises:
         DistributedSetupError: Ray missing, cluster unreachable, bad ``workers`` or
             ``chunk_deals``. ValueError: other bad arguments. AgentActionError,
             AgentSpecError: an agent failed in a task. DistributedRunError: Ray lost a
-            task.
+            task. ResumeError: ``resume`` holds another tournament or a damaged chunk.
     """
     check_seed(seed)
     check_workers(workers)
     if chunk_deals is not None:
         check_chunk_deals(chunk_deals)
     rules = rules.replace(num_players=len(specs)) if rules.num_players != len(specs) else rules
-    check_games(games, rules.num_players)
-    with ray_session(workers, address, connect_timeout_s=connect_timeout_s):
+    num_deals = -(-check_games(games, rules.num_players) // rules.num_players)
+    if chunk_deals is None:
+        chunk_deals = default_chunk_deals(num_deals)
+    store = None
+    if resume is not None:
+        store = ChunkStore(resume, tournament_identity(specs, rules, games, seed, chunk_deals))
+    complete = store is not None and store.has_all(len(chunk_ranges(num_deals, chunk_deals)))
+    session = nullcontext() if complete else ray_session(
+        workers, address, connect_timeout_s=connect_timeout_s
+    )
+    with session:
         records, names, elapsed = play_sharded(
             specs,
             rules,
@@ -425,6 +481,7 @@ def evaluate_agents_distributed(
             workers=workers,
             chunk_deals=chunk_deals,
             progress=progress,
+            store=store,
         )
     return tournament_result(
         records, rules, games, seed, names, list(specs), elapsed_s=elapsed, ratings=ratings

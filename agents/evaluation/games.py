@@ -299,11 +299,14 @@ class ProgressLines:
         interval_s: Least seconds between two lines.
         stream: Where lines go (stderr when None).
         clock: Seconds, monotonic (`time.monotonic`; tests pass their own).
+        initial: Games finished before this run (a resumed tournament): counted as done,
+            not in the rate that estimates the time left.
     """
 
     def __init__(self, total: int, interval_s: float = PROGRESS_LINE_INTERVAL_S,
-                 stream=None, clock=time.monotonic):
-        self.total, self.done = int(total), 0
+                 stream=None, clock=time.monotonic, initial: int = 0):
+        self.total, self.done = int(total), int(initial)
+        self.initial = int(initial)
         self.interval_s = float(interval_s)
         self.stream = stream
         self.clock = clock
@@ -317,7 +320,8 @@ class ProgressLines:
             return
         self.last_line = now
         elapsed = now - self.started
-        left = elapsed * (self.total - self.done) / self.done if self.done else float("nan")
+        played = self.done - self.initial  # in this run: the rate excludes resumed games
+        left = elapsed * (self.total - self.done) / played if played else float("nan")
         share = 100 * self.done / self.total if self.total else 100.0
         print(f"games: {self.done}/{self.total} ({share:.0f}%), {elapsed:.0f} s, "
               f"about {left:.0f} s left", file=self.stream or sys.stderr, flush=True)
@@ -329,15 +333,16 @@ class ProgressLines:
         return None
 
 
-def progress_bar(total: int, progress: bool | None):
-    """Progress over ``total`` games: a tqdm bar on a terminal (or with ``progress``
-    True), `ProgressLines` when ``progress`` is None and stderr is not a terminal, nothing
-    when ``progress`` is False."""
+def progress_bar(total: int, progress: bool | None, initial: int = 0):
+    """Progress over ``total`` games, ``initial`` of them already played: a tqdm bar on a
+    terminal (or with ``progress`` True), `ProgressLines` when ``progress`` is None and
+    stderr is not a terminal, nothing when ``progress`` is False."""
     from tqdm.auto import tqdm
 
     if progress is None and not sys.stderr.isatty():
-        return ProgressLines(total)
-    return tqdm(total=total, unit="game", desc="games", disable=progress is False, leave=False)
+        return ProgressLines(total, initial=initial)
+    return tqdm(total=total, initial=initial, unit="game", desc="games",
+                disable=progress is False, leave=False)
 
 
 def act_checked(

@@ -141,8 +141,8 @@ def test_evaluate_agents_distributed__progress_bar_advances_per_chunk(local_ray,
     updates = []
 
     class Bar:
-        def __init__(self, total, progress):
-            updates.append(("total", total, progress))
+        def __init__(self, total, progress, initial=0):
+            updates.append(("total", total, progress, initial))
 
         def __enter__(self):
             return self
@@ -157,7 +157,7 @@ def test_evaluate_agents_distributed__progress_bar_advances_per_chunk(local_ray,
     evaluate_agents_distributed(
         ["random", "random"], SkyjoRules(), 38, 0, chunk_deals=5, progress=True
     )
-    assert updates[0] == ("total", 38, True)
+    assert updates[0] == ("total", 38, True, 0)
     assert sorted(updates[1:]) == [8, 10, 10, 10]  # one update per chunk, all games counted
 
 
@@ -227,3 +227,61 @@ def test_result__ray_failure_becomes_one_line_run_error():
     with pytest.raises(DistributedRunError, match="a Ray task failed: WorkerCrashedError") as error:
         _result(fake_ray, object())
     assert "\n" not in str(error.value)
+
+
+def test_evaluate_agents_distributed__resumed_run_reports_as_one_never_stopped(
+    local_ray, tmp_path, monkeypatch
+):
+    from agents.evaluation.resume import ChunkStore
+
+    rules = SkyjoRules()
+    specs = ["random", "greedy"]  # random: per-chunk streams, so a replayed chunk must match
+    whole = evaluate_agents_distributed(specs, rules, 40, 5, chunk_deals=4, progress=False)
+    saved = []
+    real_save = ChunkStore.save
+
+    def stop_after_two(self, chunk, records, names, elapsed_s):
+        real_save(self, chunk, records, names, elapsed_s)
+        saved.append(chunk)
+        if len(saved) == 2:
+            raise KeyboardInterrupt  # Ctrl-C after two chunks were kept
+
+    monkeypatch.setattr(ChunkStore, "save", stop_after_two)
+    directory = tmp_path / "chunks"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_agents_distributed(specs, rules, 40, 5, workers=1, chunk_deals=4,
+                                    progress=False, resume=directory)
+    monkeypatch.setattr(ChunkStore, "save", real_save)
+    kept = sorted(path.name for path in directory.glob("chunk_*.npz"))
+    assert kept == ["chunk_00000.npz", "chunk_00001.npz"]
+    resumed = evaluate_agents_distributed(specs, rules, 40, 5, workers=2, chunk_deals=4,
+                                          progress=False, resume=directory)
+    assert _report(resumed) == _report(whole)
+    _assert_same_records(resumed.records, whole.records)
+    assert len(list(directory.glob("chunk_*.npz"))) == 5
+
+
+def test_evaluate_agents_distributed__complete_resume_directory_needs_no_ray(
+    local_ray, tmp_path, monkeypatch
+):
+    import agents.evaluation.distributed as distributed
+
+    specs = ["ev", "greedy"]
+    first = evaluate_agents_distributed(specs, SkyjoRules(), 20, 2, chunk_deals=5,
+                                        progress=False, resume=tmp_path)
+    monkeypatch.setattr(distributed, "ray_session", None)  # any use of Ray would fail
+    monkeypatch.setattr(distributed, "import_ray", None)
+    again = evaluate_agents_distributed(specs, SkyjoRules(), 20, 2, chunk_deals=5,
+                                        progress=False, resume=tmp_path)
+    assert _report(again) == _report(first)
+
+
+def test_main__resume_with_other_arguments_is_a_one_line_error(local_ray, tmp_path, capsys):
+    argv = ["--agents", "ev", "greedy", "--games", "12", "--workers", "1", "--no-progress",
+            "--resume", str(tmp_path / "run")]
+    assert main(argv + ["--seed", "1"]) == 0
+    capsys.readouterr()
+    assert main(argv + ["--seed", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "holds another tournament: seed was 1, this run has 2" in err

@@ -458,6 +458,16 @@ def test_progress_lines__one_line_per_interval_with_the_time_left():
     assert stream.getvalue() == "games: 500/2000 (25%), 100 s, about 300 s left\n"
 
 
+def test_progress_lines__resumed_games_count_as_done_but_not_in_the_rate():
+    import io
+
+    stream, clock = io.StringIO(), _Clock()
+    with ProgressLines(2000, interval_s=60, stream=stream, clock=clock, initial=1000) as progress:
+        clock.now += 100  # 250 games in this run's 100 s: 750 left at that rate
+        progress.update(250)
+    assert stream.getvalue() == "games: 1250/2000 (62%), 100 s, about 300 s left\n"
+
+
 def test_progress_bar__lines_off_a_terminal_a_bar_on_request_nothing_when_off(monkeypatch):
     monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
     assert isinstance(progress_bar(10, None), ProgressLines)
