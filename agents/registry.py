@@ -73,6 +73,7 @@ SEARCH_OPTIONS: dict[str, type] = {
     "top_actions": int,
     "verify_samples": int,
     "rollout_precision": str,
+    "luck": str,
 }
 
 

@@ -73,6 +73,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from agents.search.luck import FEATURES, before_step, luck_adjusted, step_luck
 from agents.search.observed import state_from_observations
 from skyjo_env.core import (
     legal_action_mask,
@@ -105,6 +106,9 @@ LEAF_KINDS = ("margin", "critic")
 #: `agents.ppo.inference.PRECISIONS`, restated so that parsing a spec needs no torch (a
 #: test keeps the two equal).
 ROLLOUT_PRECISIONS = ("float32", "bfloat16")
+
+#: What a search can do with the luck of its rollouts (``search(luck=...)``).
+LUCK_KINDS = ("raw", "adjusted")
 
 
 class SearchOptionError(ValueError):
@@ -144,6 +148,9 @@ class SearchOptions:
             samples pick the best of several actions, so its advantage on them is biased
             upwards (the winner's curse); fresh samples give an unbiased test, and spend
             rollouts on the one comparison that decides.
+        luck: ``raw`` values rollouts as they ended; ``adjusted`` takes out the fitted
+            share of the luck of the cards they turned up, drew and swapped out
+            (`agents.search.luck`): the same expected values, less noise between actions.
 
     The defaults come from short runs against ``ev`` (2 players, seed 1, 8 samples):
     rollouts to the round's end (depth 400) with z = 1 won 20% of 40 games (the
@@ -163,6 +170,7 @@ class SearchOptions:
     top_actions: int | None = None
     verify_samples: int = 0
     rollout_precision: str = "float32"
+    luck: str = "raw"
 
     def __post_init__(self) -> None:
         top = self.top_actions
@@ -178,6 +186,10 @@ class SearchOptions:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise SearchOptionError(f"search option {name} must be an int >= 1, got {value!r}")
+        if self.luck not in LUCK_KINDS:
+            raise SearchOptionError(
+                f"search option luck must be one of {', '.join(LUCK_KINDS)}, got {self.luck!r}"
+            )
         if self.rollout_precision not in ROLLOUT_PRECISIONS:
             raise SearchOptionError(
                 "search option rollout_precision must be one of "
@@ -548,20 +560,38 @@ class SearchAgent:
             action_of.append(np.repeat(legal, count))
             sample_of.append(np.tile(np.arange(count), legal.size))
         first_actions = np.concatenate(action_of)
+        row_of = np.concatenate(row_of)
+        rollout_values, luck = self._rollout(_concatenate(games), first_actions)
+        if luck is not None:
+            rollout_values = luck_adjusted(rollout_values, luck,
+                                           row_of * masks.shape[1] + first_actions)
         values = np.zeros((part.size, masks.shape[1], count), np.float64)
-        values[np.concatenate(row_of), first_actions, np.concatenate(sample_of)] = self._rollout(
-            _concatenate(games), first_actions
-        )
+        values[row_of, first_actions, np.concatenate(sample_of)] = rollout_values
         return values
 
-    def _rollout(self, state: BatchState, first_actions: np.ndarray) -> np.ndarray:
-        """Play ``first_actions`` then the base agent to the round's end or the cut;
-        seat-0 values of every game, float64 (B,)."""
+    def _rollout(
+        self, state: BatchState, first_actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Play ``first_actions`` then the base agent to the round's end or the cut.
+
+        Returns:
+            Seat-0 values of every game, float64 (B,), and with ``luck=adjusted`` the luck
+            of every game, float64 (B, len(FEATURES)) (`agents.search.luck`), else None.
+        """
         batch_size = state.batch_size
         leaves: list[tuple[np.ndarray, BatchState, np.ndarray]] = []
         ids = np.arange(batch_size)  # original game of each row of ``state``
         running = np.ones(batch_size, bool)
-        events = step(state, first_actions.astype(np.int64))
+        luck = np.zeros((batch_size, len(FEATURES))) if self.options.luck == "adjusted" else None
+
+        def play(actions: np.ndarray) -> np.ndarray:
+            before = before_step(state) if luck is not None else None
+            stepped = step(state, actions)
+            if before is not None:
+                luck[ids] += step_luck(before, state, actions, stepped)
+            return stepped
+
+        events = play(first_actions.astype(np.int64))
         depth = 0
         own_turn_leaves = bool(getattr(self.value_fn, "own_turn_leaves", False))
         while True:
@@ -582,7 +612,7 @@ class SearchAgent:
                     running[cut] = False
                     live = np.flatnonzero(running)
             if live.size == 0:
-                return self._leaf_values(leaves, batch_size)
+                return self._leaf_values(leaves, batch_size), luck
             if live.size < _COMPACT_BELOW * state.batch_size:
                 state, ids = _take(state, live), ids[live]
                 running = np.ones(live.size, bool)
@@ -595,7 +625,7 @@ class SearchAgent:
             else:
                 observations = self._observe(state)[live]
                 actions[live] = self.rollout_agent.act(observations, masks[live])
-            events = step(state, actions)
+            events = play(actions)
             depth += 1
 
     def _leaf_values(
@@ -701,6 +731,7 @@ def _concatenate(batches: list[BatchState]) -> BatchState:
 __all__ = [
     "PPO_SEARCH",
     "ActionValues",
+    "LUCK_KINDS",
     "ROLLOUT_PRECISIONS",
     "PriorFunction",
     "RoundMarginValue",

@@ -116,8 +116,9 @@ def test_search__legal_and_deterministic_for_a_seed():
 
 
 @pytest.mark.parametrize(
-    "spec", [None, "search(samples=2,depth=2,leaf=critic,top_actions=3):ppo:models/ppo_2p.zip"],
-    ids=["margin-over-ev", "critic-over-ppo"],
+    "spec", [None, "search(samples=2,depth=2,leaf=critic,top_actions=3):ppo:models/ppo_2p.zip",
+             "search(samples=4,depth=4,luck=adjusted):ev"],
+    ids=["margin-over-ev", "critic-over-ppo", "luck-adjusted-over-ev"],
 )
 def test_search__decisions_ignore_hidden_cards(spec):
     rules = SkyjoRules()
@@ -191,6 +192,7 @@ def test_make_agent__search_specs():
          "rollout_precision must be one of float32, bfloat16, got 'half'"),
         ("search(rollout_precision=bfloat16):ev",
          "rollout_precision=bfloat16 needs a 'ppo:PATH' base agent"),
+        ("search(luck=lucky):ev", "luck must be one of raw, adjusted, got 'lucky'"),
     ],
 )
 def test_make_agent__bad_search_specs_are_one_line_errors(spec, words):
