@@ -135,3 +135,18 @@ def test_search__luck_adjusted_search_is_legal_and_seeded():
     first = make_agent(spec, rules, 3).act(observations, masks)
     assert masks[0, first[0]]
     np.testing.assert_array_equal(first, make_agent(spec, rules, 3).act(observations, masks))
+
+
+def test_search_luck_benchmark__runs_and_reports_the_ratios():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "search_luck.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--decisions", "12", "--spec",
+         "search(samples=24,depth=6,top_actions=3,leaf=critic):ppo:models/ppo_2p.zip"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    assert "standard error adjusted / raw:" in done.stdout
+    assert "  all " in done.stdout and "variance ratio" in done.stdout
