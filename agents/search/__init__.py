@@ -3,7 +3,8 @@
 `agents.search.observed` rebuilds engine games from observations; `agents.search.agent`
 samples information sets from them and rolls out the base agent; `agents.search.values`
 values rollouts with a PPO base agent's critic (``leaf=critic``) and supplies its action
-priors (``top_actions``).
+priors (``top_actions``); `agents.search.luck` measures the luck of the cards a rollout met
+(``luck=adjusted``).
 """
 
 from agents.search.agent import (

@@ -52,6 +52,10 @@ with 8 samples (depth 12, top 3) 66.9% [62.1, 71.6]. Adding ``verify_samples=128
 [80.3, 87.4] on the same 400 games, at 25.8 ms per decision (the setting above: 14.0 ms,
 side by side on one quiet core).
 
+With ``luck=adjusted`` every rollout's value has the fitted luck of the cards it met
+taken out (`agents.search.luck`): the same expected values, about 0.71 times the standard
+errors of the paired comparisons (`benchmarks/search_luck.py`).
+
 Not searched: rows with one legal action (that action), and initial reveals (the base
 agent decides them; the rebuilt setup phase is not played on, see `observed`).
 
