@@ -97,3 +97,15 @@ def test_main__resume_without_ray_or_into_a_file_is_a_one_line_error(tmp_path, c
     assert "is a file, not a directory" in capsys.readouterr().err
     assert main(argv + ["--workers", "1", "--resume", str(tmp_path / "no" / "dir")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec, path", [
+    ("ppo:models/a.zip", "models/a.zip"),
+    ("search:ppo:b.zip", "b.zip"),
+    ("search(samples=4,luck=adjusted):search:ppo:c.zip", "c.zip"),
+    ("search:ev", None),
+    ("ev", None),
+    ("mypackage.agents:PPOLike", None),
+])
+def test_checkpoint_path__the_file_a_spec_loads(spec, path):
+    assert checkpoint_path(spec) == path
