@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep every finished chunk in DIR (made if missing); the same command run "
         "again after a stop plays only the chunks not there yet, and reports as if never "
         "stopped. A DIR of another tournament (other agents, checkpoints, rules, games, "
-        "seed or chunk size) is refused",
+        "seed or chunk size) is refused; the code is not checked, so resume with the same "
+        "checkout",
     )
     return parser
 

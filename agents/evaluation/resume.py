@@ -12,7 +12,9 @@ seed, chunk size, a SHA-256 of every checkpoint a spec loads, and the wall time 
 far) and ``chunk_00007.npz`` per finished chunk. Every file is written atomically
 (`agents.atomic.atomic_path`), so a kill leaves whole files only. A directory made for
 another tournament, a checkpoint changed since, or a damaged chunk file is a
-`ResumeError` naming the difference, never a silently mixed report.
+`ResumeError` naming the difference, never a silently mixed report. The project's own
+code is not part of the identity (an edit of a docstring would forbid every resume): a
+run is resumed with the checkout that started it.
 """
 
 from __future__ import annotations
