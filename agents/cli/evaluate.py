@@ -182,15 +182,10 @@ def _check_distributed(args: argparse.Namespace) -> None:
             raise UsageError(f"--chunk-deals must be >= 1, got {args.chunk_deals}")
         if not _is_distributed(args):
             raise UsageError("--chunk-deals applies only with --workers or --ray-address")
-    if args.resume is not None:
-        if not _is_distributed(args):
-            raise UsageError("--resume applies only with --workers or --ray-address (the "
-                             "games are kept chunk by chunk)")
-        if args.resume.exists() and not args.resume.is_dir():
-            raise UsageError(f"--resume {str(args.resume)!r} is a file, not a directory")
-        parent = args.resume.parent if str(args.resume.parent) else Path(".")
-        if not parent.is_dir():
-            raise UsageError(f"--resume: directory {str(parent)!r} does not exist")
+    # a file given as DIR, or a missing parent, is `ChunkStore`'s ResumeError (exit 2 too)
+    if args.resume is not None and not _is_distributed(args):
+        raise UsageError("--resume applies only with --workers or --ray-address (the "
+                         "games are kept chunk by chunk)")
     if args.ray_address is not None and not args.ray_address.strip():
         raise UsageError("--ray-address is empty; give HOST:PORT")
 
@@ -289,7 +284,8 @@ def _run(args: argparse.Namespace) -> int:
                 progress=progress,
                 ratings=not args.no_ratings,
             )
-    except (DistributedSetupError, AgentSpecError, ResumeError) as error:  # e.g. a path a node lacks
+    # e.g. a checkpoint path a node lacks, or a --resume DIR of another tournament
+    except (DistributedSetupError, AgentSpecError, ResumeError) as error:
         return _fail(str(error), EXIT_USAGE)
     except (AgentActionError, DistributedRunError) as error:
         return _fail(str(error), EXIT_RUNTIME)
