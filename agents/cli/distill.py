@@ -11,7 +11,7 @@ from pathlib import Path
 from agents.cli import EXIT_INTERRUPTED
 from agents.ppo.checkpoint import CheckpointError, read_metadata
 from agents.ppo.config import TrainConfig
-from agents.ppo.imitation import DataWorkersError
+from agents.ppo.imitation import DataWorkersError, chunk_sizes
 from agents.registry import AgentSpecError, search_settings
 
 PROG = "skyjo-distill"
@@ -109,6 +109,14 @@ def games_path(network: Path) -> Path:
     return network.with_suffix(".games.npz")
 
 
+def parallel_games(args: argparse.Namespace) -> int:
+    """Search games played at once: the games of the first ``--workers`` chunks (Ray
+    tasks start together), or 0 when the chunks run one after another here."""
+    from agents.ppo.expert import EXPERT_CHUNK_GAMES  # lazily, as main imports expert
+
+    return sum(chunk_sizes(args.games, EXPERT_CHUNK_GAMES)[:args.workers])
+
+
 def step_paths(out: Path, steps: int) -> list[Path]:
     """Where each step's network goes: ``OUT_step1.zip`` ... and ``OUT`` for the last."""
     return [out.with_name(f"{out.stem}_step{k}.zip") for k in range(1, steps)] + [out]
@@ -147,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"step {step}/{args.steps}: fitting {source} to the games in "
                       f"{args.games_from}", flush=True)
             quiet = args.no_progress or not searching
-            with progress_bar(args.games, False if quiet else None) as bar:
+            with progress_bar(args.games, False if quiet else None,
+                              in_flight=parallel_games(args)) as bar:
                 stats = distill_checkpoint(
                     source, target, args.search, args.games, seed=derived_seed(args.seed, step),
                     epochs=args.epochs, learning_rate=args.learning_rate, anchor=anchor,

@@ -367,7 +367,9 @@ def play_sharded(
         print(f"resuming: {len(chunks) - len(missing)} of {len(chunks)} chunks ({done} games) "
               f"read from {store.directory}", file=sys.stderr, flush=True)
     if missing:
-        with progress_bar(num_deals * players, progress, initial=done) as bar:
+        first_wave = sum(len(chunks[index]) for index in missing[:limit]) * players
+        with progress_bar(num_deals * players, progress, initial=done,
+                          in_flight=first_wave) as bar:
             for index, records, names in _play_chunks(
                 specs, rules, seed, chunks, missing, limit, max_batch
             ):

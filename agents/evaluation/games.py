@@ -301,12 +301,17 @@ class ProgressLines:
         clock: Seconds, monotonic (`time.monotonic`; tests pass their own).
         initial: Games finished before this run (a resumed tournament): counted as done,
             not in the rate that estimates the time left.
+        in_flight: Games played at once in parallel chunks (workers x chunk size; 0 when
+            chunks run one after another). Chunks started together end together, so until
+            that many games are done the first finished chunk stands for all of them in
+            the rate; otherwise the first line's time left would be W times too long.
     """
 
     def __init__(self, total: int, interval_s: float = PROGRESS_LINE_INTERVAL_S,
-                 stream=None, clock=time.monotonic, initial: int = 0):
+                 stream=None, clock=time.monotonic, initial: int = 0, in_flight: int = 0):
         self.total, self.done = int(total), int(initial)
         self.initial = int(initial)
+        self.in_flight = min(int(in_flight), self.total - self.initial)
         self.interval_s = float(interval_s)
         self.stream = stream
         self.clock = clock
@@ -321,7 +326,11 @@ class ProgressLines:
         self.last_line = now
         elapsed = now - self.started
         played = self.done - self.initial  # in this run: the rate excludes resumed games
-        left = elapsed * (self.total - self.done) / played if played else float("nan")
+        if played:
+            counted = max(played, self.in_flight)
+            left = elapsed * max(self.total - self.initial - counted, 0) / counted
+        else:
+            left = float("nan")
         share = 100 * self.done / self.total if self.total else 100.0
         print(f"games: {self.done}/{self.total} ({share:.0f}%), {elapsed:.0f} s, "
               f"about {left:.0f} s left", file=self.stream or sys.stderr, flush=True)
@@ -333,14 +342,15 @@ class ProgressLines:
         return None
 
 
-def progress_bar(total: int, progress: bool | None, initial: int = 0):
-    """Progress over ``total`` games, ``initial`` of them already played: a tqdm bar on a
-    terminal (or with ``progress`` True), `ProgressLines` when ``progress`` is None and
-    stderr is not a terminal, nothing when ``progress`` is False."""
+def progress_bar(total: int, progress: bool | None, initial: int = 0, in_flight: int = 0):
+    """Progress over ``total`` games, ``initial`` of them already played and ``in_flight``
+    played at once in parallel chunks (see `ProgressLines`): a tqdm bar on a terminal (or
+    with ``progress`` True), `ProgressLines` when ``progress`` is None and stderr is not a
+    terminal, nothing when ``progress`` is False."""
     from tqdm.auto import tqdm
 
     if progress is None and not sys.stderr.isatty():
-        return ProgressLines(total, initial=initial)
+        return ProgressLines(total, initial=initial, in_flight=in_flight)
     return tqdm(total=total, initial=initial, unit="game", desc="games",
                 disable=progress is False, leave=False)
 

@@ -141,8 +141,8 @@ def test_evaluate_agents_distributed__progress_bar_advances_per_chunk(local_ray,
     updates = []
 
     class Bar:
-        def __init__(self, total, progress, initial=0):
-            updates.append(("total", total, progress, initial))
+        def __init__(self, total, progress, initial=0, in_flight=0):
+            updates.append(("total", total, progress, initial, in_flight))
 
         def __enter__(self):
             return self
@@ -155,9 +155,9 @@ def test_evaluate_agents_distributed__progress_bar_advances_per_chunk(local_ray,
 
     monkeypatch.setattr(distributed, "progress_bar", Bar)
     evaluate_agents_distributed(
-        ["random", "random"], SkyjoRules(), 38, 0, chunk_deals=5, progress=True
+        ["random", "random"], SkyjoRules(), 38, 0, workers=2, chunk_deals=5, progress=True
     )
-    assert updates[0] == ("total", 38, True, 0)
+    assert updates[0] == ("total", 38, True, 0, 20)  # two 5-deal chunks start together
     assert sorted(updates[1:]) == [8, 10, 10, 10]  # one update per chunk, all games counted
 
 

@@ -468,6 +468,23 @@ def test_progress_lines__resumed_games_count_as_done_but_not_in_the_rate():
     assert stream.getvalue() == "games: 1250/2000 (62%), 100 s, about 300 s left\n"
 
 
+def test_progress_lines__parallel_chunks_count_together_until_the_first_wave_is_done():
+    import io
+
+    stream, clock = io.StringIO(), _Clock()
+    # two workers start a 100-game chunk each; the first ends at 100 s, its twin with it
+    with ProgressLines(1000, interval_s=60, stream=stream, clock=clock,
+                       in_flight=200) as progress:
+        clock.now += 100
+        progress.update(100)  # 200 of 1000 played at 100 s: 400 s left, not 900
+        clock.now += 100
+        progress.update(300)  # past the first wave: the plain rate, 400 in 200 s
+    assert stream.getvalue() == (
+        "games: 100/1000 (10%), 100 s, about 400 s left\n"
+        "games: 400/1000 (40%), 200 s, about 300 s left\n"
+    )
+
+
 def test_progress_bar__lines_off_a_terminal_a_bar_on_request_nothing_when_off(monkeypatch):
     monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
     assert isinstance(progress_bar(10, None), ProgressLines)

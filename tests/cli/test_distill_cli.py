@@ -74,8 +74,8 @@ def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, m
     opened, counted = [], []
 
     class RecordingBar:
-        def __init__(self, total, progress):
-            opened.append((total, progress))
+        def __init__(self, total, progress, in_flight=0):
+            opened.append((total, progress, in_flight))
 
         def update(self, games):
             counted.append(games)
@@ -91,8 +91,17 @@ def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, m
     code = main(["--checkpoint", str(SHIPPED), "--out", str(out), "--steps", "2", "--games", "2",
                  "--search", TINY, "--no-progress"])
     assert code == 0, capsys.readouterr().err
-    assert opened == [(2, False), (2, False)]  # one per step; --no-progress hides it
+    assert opened == [(2, False, 0), (2, False, 0)]  # one per step; --no-progress hides it
     assert counted == [2, 2]
+
+
+@pytest.mark.parametrize("games, workers, expected", [(40, 2, 32), (20, 2, 20), (40, 0, 0)])
+def test_parallel_games__the_first_chunks_ray_starts_together(games, workers, expected):
+    import argparse
+
+    from agents.cli.distill import parallel_games
+
+    assert parallel_games(argparse.Namespace(games=games, workers=workers)) == expected
 
 
 @pytest.mark.parametrize("soft", [[], ["--soft-temperature", "0.03"]])
