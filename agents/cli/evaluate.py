@@ -4,9 +4,9 @@ Example::
 
     python evaluate.py --agents ev greedy --games 1000 --seed 0 --json report.json
 
-One agent spec per seat (2 to 8; the number of players follows). Every input is checked
-before the first game: a bad spec (including an agent whose ``act`` cannot take
-``(observations, action_masks)``), rules preset, checkpoint, seed, game count (at most
+One agent spec per seat (2 or more, as many as the deck allows; the number of players
+follows). Every input is checked before the first game: a bad spec (including an agent
+whose ``act`` cannot take ``(observations, action_masks)``), rules preset, checkpoint, seed, game count (at most
 `agents.evaluation.games.max_games`, which bounds the memory of the records) or output
 directory ends the run with a one-line message on stderr and exit status 2, and no output
 file is written. An agent that fails during play (its ``act`` raises, or returns an illegal
@@ -48,7 +48,7 @@ from agents.evaluation.report import format_table, write_reports
 from agents.evaluation.resume import ResumeError
 from agents.evaluation.tournament import play_tournament
 from agents.registry import VALID_FORMS, AgentSpecError, make_agent
-from skyjo_env.core.rules import MAX_PLAYERS, load_rules
+from skyjo_env.core.rules import load_rules
 
 PROG = "evaluate"
 EXIT_USAGE = 2
@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         required=True,
         metavar="SPEC",
-        help=f"one agent per seat, 2..{MAX_PLAYERS} of them: {VALID_FORMS}",
+        help=("one agent per seat, 2 or more (more than 8 while the deck holds players * rows "
+              f"* cols + 2 cards: up to 12 with the official deck): {VALID_FORMS}"),
     )
     parser.add_argument(
         "--games",
@@ -193,8 +194,8 @@ def _check_distributed(args: argparse.Namespace) -> None:
 def _prepare(args: argparse.Namespace):
     """Validate the inputs and build rules and agents; raises UsageError."""
     count = len(args.agents)
-    if not 2 <= count <= MAX_PLAYERS:
-        raise UsageError(f"--agents needs 2 to {MAX_PLAYERS} agent specs, got {count}")
+    if count < 2:
+        raise UsageError(f"--agents needs at least 2 agent specs, got {count}")
     if args.games < 1:
         raise UsageError(f"--games must be >= 1, got {args.games}")
     limit = max_games(count)

@@ -39,7 +39,6 @@ from skyjo_env.core import (
     winners,
 )
 from skyjo_env.core.layout import EVENT_ROUND_ENDED, ROUND_SCORE, TOTAL
-from skyjo_env.core.rules import MAX_PLAYERS
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.render import render_ansi
 
@@ -188,12 +187,7 @@ def main(argv: list[str] | None = None, read: Callable[[str], str] = input, writ
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed its message already
         return int(exit_.code or 0)
-    players = len(args.opponents) + 1
-    if players > MAX_PLAYERS:
-        return _fail(
-            f"--opponents takes 1 to {MAX_PLAYERS - 1} specs, got {len(args.opponents)}",
-            EXIT_USAGE,
-        )
+    players = len(args.opponents) + 1  # how many the deck allows, the rules check below
     if args.seed is not None and args.seed < 0:
         return _fail(f"--seed must be >= 0, got {args.seed}", EXIT_USAGE)
     try:

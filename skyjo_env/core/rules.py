@@ -35,7 +35,6 @@ FINISHER_PENALTY_MODES = (
 )
 FINISHER_PENALTY_CONDITIONS = ("other_le", "other_lt")
 
-MAX_PLAYERS = 8
 #: Grids are tracked as 64-bit masks inside the engine.
 MAX_SLOTS = 64
 #: Card values are stored as int16; this keeps every score sum far from overflow.
@@ -194,7 +193,8 @@ class SkyjoRules:
     """One Skyjo variant. Defaults are the official rules; see RULES.md §1 for each field.
 
     Attributes:
-        num_players: Seats at the table, 2..8.
+        num_players: Seats at the table, >= 2 (the published game: 2..8); more than 8 as
+            long as the deck check passes (``num_players * rows * cols + 2`` cards).
         deck: Card value -> number of copies, stored as sorted ``(value, count)`` pairs.
         rows: Grid rows (>= 1).
         cols: Grid columns (>= 1); rows * cols must lie in 2..64.
@@ -255,7 +255,7 @@ class SkyjoRules:
             object.__setattr__(self, name, value)
 
         store("deck", normalize_deck(self.deck))
-        store("num_players", _as_int("num_players", self.num_players, 2, MAX_PLAYERS))
+        store("num_players", _as_int("num_players", self.num_players, 2))
         store("rows", _as_int("rows", self.rows, 1))
         store("cols", _as_int("cols", self.cols, 1))
         if not 2 <= self.rows * self.cols <= MAX_SLOTS:
@@ -300,7 +300,8 @@ class SkyjoRules:
             _fail(
                 "deck",
                 f"{self.deck_size} cards",
-                f"at least num_players * rows * cols + 2 = {needed} cards",
+                f"at least num_players * rows * cols + 2 = {self.num_players} * {self.rows} * "
+                f"{self.cols} + 2 = {needed} cards",
             )
         self._check_game_can_end()
         self._check_totals_fit_int32()

@@ -52,7 +52,7 @@ def _play(rules: SkyjoRules, agents, games: int, seed: int, on_decision=None,
     return decisions
 
 
-@pytest.mark.parametrize("players", [2, 4, 8])
+@pytest.mark.parametrize("players", [2, 4, 8, 12])
 @pytest.mark.parametrize("preset", ["official", "online"])
 def test_heuristics__only_legal_actions_over_full_games(players, preset):
     rules = load_rules(preset, num_players=players)

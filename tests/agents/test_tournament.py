@@ -105,7 +105,7 @@ def _result_data(result) -> dict:
     return data
 
 
-@pytest.mark.parametrize("players, games", [(2, 400), (4, 400), (8, 240)])
+@pytest.mark.parametrize("players, games", [(2, 400), (4, 400), (8, 240), (12, 120)])
 def test_play_tournament__random_agents_play_only_legal_actions(players, games):
     rules = SkyjoRules(num_players=players)
     agents = [CheckingRandomAgent(rules, agent_seed(1, i)) for i in range(players)]

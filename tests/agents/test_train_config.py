@@ -116,7 +116,7 @@ def test_train_config__non_mapping_is_refused():
         ({"batch_size": 10**6}, "config key 'batch_size': got 1000000 (int), expected at most "
                                 "n_envs * n_steps = 256 * 64 = 16384"),
         ({"rules": "no-such-preset"}, "config key 'rules': unknown rules preset 'no-such-preset'"),
-        ({"num_players": 9}, "config key 'num_players': got 9 for rules 'official'"),
+        ({"num_players": 13}, "config key 'num_players': got 13 for rules 'official'"),
     ],
 )
 def test_train_config__keys_that_disagree_are_named(changes, start):

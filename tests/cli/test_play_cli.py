@@ -110,7 +110,7 @@ def test_play__ctrl_c_exits_130_without_traceback(capsys):
         (["--seed", "-1"], "--seed must be >= 0, got -1"),
         (["--seat", "5"], "--seat must be in 0..1, got 5"),
         (["--rules", "no-such-preset"], "unknown rules preset"),
-        (["random"] * 7, "--opponents takes 1 to 7 specs, got 8"),
+        (["random"] * 11, "at least num_players * rows * cols + 2 = 13 * 3 * 4 + 2 = 158 cards"),
     ],
 )
 def test_play__bad_argument_is_one_line_exit_2(capsys, argv, words):

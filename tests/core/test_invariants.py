@@ -54,6 +54,9 @@ CONFIGS = {
     "official-3p": (SkyjoRules(num_players=3), 256),
     "official-4p": (SkyjoRules(num_players=4), 256),
     "official-8p": (SkyjoRules(num_players=8), 128),
+    # the most seats the official deck allows (146 of 150 cards dealt): a draw pile of 3
+    # to 5 cards, so reshuffles in nearly every round
+    "official-12p": (SkyjoRules(num_players=12), 64),
     "online-2p": (load_rules("online"), 256),
     "online-4p": (load_rules("online", num_players=4), 256),
     "2x3-rows-random-reveals-3p": (

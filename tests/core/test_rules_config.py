@@ -22,11 +22,10 @@ from skyjo_env.core.rules import (
 
 # (field, bad value, text that the allowed part of the message must contain)
 BAD_VALUES = [
-    ("num_players", 1, "2..8"),
-    ("num_players", 9, "2..8"),
-    ("num_players", 2.0, "2..8"),
-    ("num_players", True, "2..8"),
-    ("num_players", "2", "2..8"),
+    ("num_players", 1, ">= 2"),
+    ("num_players", 2.0, ">= 2"),
+    ("num_players", True, ">= 2"),
+    ("num_players", "2", ">= 2"),
     ("rows", 0, ">= 1"),
     ("rows", -3, ">= 1"),
     ("cols", 0, ">= 1"),
@@ -126,6 +125,14 @@ def test_skyjo_rules__deck_smaller_than_players_times_slots_plus_two_is_rejected
     assert SkyjoRules(num_players=8).num_players == 8
 
 
+def test_skyjo_rules__more_than_eight_players_while_the_deck_holds_enough_cards():
+    # RULES.md §1: 2..8, more only if the deck check passes; 12 * 12 + 2 = 146 <= 150
+    assert SkyjoRules(num_players=12).num_players == 12
+    with pytest.raises(ValueError, match=r"13 \* 3 \* 4 \+ 2 = 158 cards"):
+        SkyjoRules(num_players=13)
+    assert SkyjoRules(num_players=20, deck={**dict(OFFICIAL_DECK), 5: 100, 6: 100}).num_players == 20
+
+
 @pytest.mark.parametrize(
     ("deck", "fragment"),
     [
@@ -187,8 +194,10 @@ def test_load_rules__overrides_apply_and_are_validated():
     assert load_rules("official", num_players=4, row_elimination=True) == SkyjoRules(
         num_players=4, row_elimination=True
     )
-    with pytest.raises(ValueError, match="num_players=12"):
-        load_rules("official", num_players=12)
+    with pytest.raises(ValueError, match="num_players=1 "):
+        load_rules("official", num_players=1)
+    with pytest.raises(ValueError, match=r"13 \* 3 \* 4 \+ 2 = 158 cards"):
+        load_rules("official", num_players=13)
 
 
 def test_load_rules__unknown_preset_names_it_and_lists_presets():

@@ -109,7 +109,7 @@ def test_encoder__public_changes_do_change_the_observation():
     assert (after != before).any(axis=2).all()
 
 
-@pytest.mark.parametrize("players", range(2, 9))
+@pytest.mark.parametrize("players", range(2, 13))
 def test_encoder__describe_slices_cover_the_vector_exactly(players):
     rules = SkyjoRules(num_players=players, rows=2, cols=3)
     encoder = ObservationEncoder(rules)

@@ -45,6 +45,7 @@ CHECKER_CONFIGS = {
     "3p": {"num_players": 3},
     "4p": {"num_players": 4},
     "8p": {"num_players": 8},
+    "12p": {"num_players": 12},  # more than the published game's 8: the deck allows 12
     "online": {"rules": load_rules("online")},
     "round_episodes": {"num_players": 3, "episode": "round"},
     "penalize": {"num_players": 2, "illegal_action": "penalize"},
@@ -348,7 +349,7 @@ def test_aec__rules_from_keywords_and_validation():
     assert game.rules == SkyjoRules(num_players=5, rows=2, cols=3)
     assert game.action_space("player_0").n == 15
     with pytest.raises(ValueError, match="num_players"):
-        raw_env(num_players=9)
+        raw_env(num_players=13)  # 158 cards needed, the official deck holds 150
     with pytest.raises(ValueError, match="episode"):
         raw_env(episode="match")
     with pytest.raises(ValueError, match="illegal_action"):
