@@ -57,14 +57,16 @@ def read_games_csv(path: Path) -> dict[str, np.ndarray]:
     return {name: table[:, i] for i, name in enumerate(header)}
 
 
-def deal_shares(columns: dict[str, np.ndarray], agent: int, players: int) -> dict[int, float]:
-    """Agent position ``agent``'s mean win share per deal group played in full (all
-    ``players`` rotations): deal -> share."""
+def deal_shares(columns: dict[str, np.ndarray], agent: int) -> dict[int, float]:
+    """Agent position ``agent``'s mean win share per deal group played in full (all its
+    seat arrangements: P rotations, or P! orders with ``--seating all``, the most games
+    any deal group of the file has): deal -> share."""
     deals = columns["deal"].astype(np.int64)
     shares = columns[f"agent_{agent}_win_share"]
     counts = np.bincount(deals)
     sums = np.bincount(deals, weights=shares)
-    return {int(d): float(sums[d] / players) for d in np.flatnonzero(counts == players)}
+    group = int(counts.max())
+    return {int(d): float(sums[d] / group) for d in np.flatnonzero(counts == group)}
 
 
 def paired(first: Path, second: Path, agent: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -85,7 +87,7 @@ def paired(first: Path, second: Path, agent: int) -> tuple[np.ndarray, np.ndarra
         raise PairingError(f"the runs had {counts[0]} and {counts[1]} agents: their deals differ")
     if not 0 <= agent < counts[0]:
         raise PairingError(f"--agent must be in [0, {counts[0] - 1}], got {agent}")
-    a, b = (deal_shares(run, agent, counts[0]) for run in runs)
+    a, b = (deal_shares(run, agent) for run in runs)
     common = sorted(set(a) & set(b))
     if not common:
         raise PairingError("the runs have no whole deal group in common")

@@ -38,9 +38,12 @@ from agents.evaluation.distributed import (
     evaluate_agents_distributed,
 )
 from agents.evaluation.games import (
+    MAX_ALL_SEATING_PLAYERS,
     MAX_RECORDS_BYTES,
+    SEATINGS,
     AgentActionError,
     agent_seed,
+    check_seating,
     max_games,
     set_torch_threads,
 )
@@ -80,9 +83,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--games",
         type=int,
         default=1000,
-        help="games to play, rounded up to a multiple of the number of agents (default 1000)",
+        help="games to play, rounded up to whole deal groups: a multiple of the number of "
+        "agents P (P! with --seating all) (default 1000)",
     )
     parser.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    parser.add_argument(
+        "--seating",
+        choices=SEATINGS,
+        default="cyclic",
+        help="how each deal seats the agents: cyclic (the P rotations; with 3+ agents each "
+        "keeps the same predecessor, whose discards it draws) or all (all P! orders, so every "
+        f"agent follows every other equally often; up to {MAX_ALL_SEATING_PLAYERS} agents) "
+        "(default cyclic)",
+    )
     parser.add_argument(
         "--rules",
         default="official",
@@ -198,7 +211,11 @@ def _prepare(args: argparse.Namespace):
         raise UsageError(f"--agents needs at least 2 agent specs, got {count}")
     if args.games < 1:
         raise UsageError(f"--games must be >= 1, got {args.games}")
-    limit = max_games(count)
+    try:
+        check_seating(args.seating, count)
+    except ValueError as error:
+        raise UsageError(f"--seating: {error}") from error
+    limit = max_games(count, args.seating)
     if args.games > limit:
         raise UsageError(
             f"--games {args.games} is too many for {count} agents: at most {limit} (the "
@@ -274,6 +291,7 @@ def _run(args: argparse.Namespace) -> int:
                 progress=progress,
                 ratings=not args.no_ratings,
                 resume=args.resume,
+                seating=args.seating,
             )
         else:
             result = play_tournament(
@@ -284,6 +302,7 @@ def _run(args: argparse.Namespace) -> int:
                 specs=args.agents,
                 progress=progress,
                 ratings=not args.no_ratings,
+                seating=args.seating,
             )
     # e.g. a checkpoint path a node lacks, or a --resume DIR of another tournament
     except (DistributedSetupError, AgentSpecError, ResumeError) as error:

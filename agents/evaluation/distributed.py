@@ -53,6 +53,7 @@ from agents.evaluation.games import (
     check_games,
     check_seed,
     display_names,
+    games_per_deal,
     play_deals,
     progress_bar,
     set_torch_threads,
@@ -230,6 +231,7 @@ def play_chunk(
     *,
     max_batch: int = DEFAULT_MAX_BATCH,
     torch_threads: int | None = None,
+    seating: str = "cyclic",
 ) -> tuple[GameRecords, list[str]]:
     """Build the agents of one chunk from their specs and play its deal groups.
 
@@ -243,6 +245,7 @@ def play_chunk(
         deals: The chunk's deal groups.
         max_batch: Most games stepped together.
         torch_threads: Threads torch may use once the agents are built (None: unchanged).
+        seating: ``cyclic`` or ``all`` (`agents.evaluation.games.seat_arrangements`).
 
     Returns:
         ``(records, names)``: the chunk's records in deal order, and the agents' display
@@ -269,13 +272,15 @@ def play_chunk(
         specs=list(specs),
         progress=False,
         max_batch=max_batch,
+        seating=seating,
     )
     return records, names
 
 
-def _chunk_task(specs, rules_data, seed, chunk, deals, max_batch):
+def _chunk_task(specs, rules_data, seed, chunk, deals, max_batch, seating):
     """The body of one Ray task: one CPU, one torch thread."""
-    return play_chunk(specs, rules_data, seed, chunk, deals, max_batch=max_batch, torch_threads=1)
+    return play_chunk(specs, rules_data, seed, chunk, deals, max_batch=max_batch,
+                      torch_threads=1, seating=seating)
 
 
 def _first_line(error: BaseException) -> str:
@@ -314,6 +319,7 @@ def play_sharded(
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
     store: ChunkStore | None = None,
+    seating: str = "cyclic",
 ) -> tuple[GameRecords, list[str], float]:
     """Play a tournament's games as Ray tasks, one per chunk of deal groups (Ray must be
     initialised, e.g. by `ray_session`, unless ``store`` keeps every chunk already).
@@ -331,6 +337,7 @@ def play_sharded(
         max_batch: Most games one task steps together.
         store: Finished chunks kept on disk (`agents.evaluation.resume`): those it holds
             are read instead of played, and every chunk finished here is added to it.
+        seating: ``cyclic`` or ``all`` (`agents.evaluation.games.seat_arrangements`).
 
     Returns:
         ``(records, names, elapsed_s)``: every game in deal order, the agents' display
@@ -346,7 +353,8 @@ def play_sharded(
     if len(specs) != players:
         raise ValueError(f"{len(specs)} specs for {players} seats; give one spec per seat")
     seed = check_seed(seed)
-    num_deals = -(-check_games(games, players) // players)
+    group = games_per_deal(players, seating)
+    num_deals = -(-check_games(games, players, seating) // group)
     if chunk_deals is None:
         chunk_deals = default_chunk_deals(num_deals)
     chunks = chunk_ranges(num_deals, check_chunk_deals(chunk_deals))
@@ -357,7 +365,7 @@ def play_sharded(
     if store is not None:
         earlier_s = store.elapsed_s
         for index, deals in enumerate(chunks):
-            kept = store.load(index, deals, players)
+            kept = store.load(index, deals, players, seating)
             if kept is not None:
                 parts[index], names = kept
     missing = [index for index, part in enumerate(parts) if part is None]
@@ -367,11 +375,11 @@ def play_sharded(
         print(f"resuming: {len(chunks) - len(missing)} of {len(chunks)} chunks ({done} games) "
               f"read from {store.directory}", file=sys.stderr, flush=True)
     if missing:
-        first_wave = sum(len(chunks[index]) for index in missing[:limit]) * players
-        with progress_bar(num_deals * players, progress, initial=done,
+        first_wave = sum(len(chunks[index]) for index in missing[:limit]) * group
+        with progress_bar(num_deals * group, progress, initial=done,
                           in_flight=first_wave) as bar:
             for index, records, names in _play_chunks(
-                specs, rules, seed, chunks, missing, limit, max_batch
+                specs, rules, seed, chunks, missing, limit, max_batch, seating
             ):
                 parts[index] = records
                 bar.update(records.num_games)
@@ -389,6 +397,7 @@ def _play_chunks(
     indices: list[int],
     limit: int,
     max_batch: int,
+    seating: str,
 ) -> Iterator[tuple[int, GameRecords, list[str]]]:
     """Play chunks ``indices`` as Ray tasks, at most ``limit`` at once; yield each
     ``(index, records, names)`` as it finishes (in any order). Tasks still running when
@@ -402,7 +411,8 @@ def _play_chunks(
         while queue or pending:
             while queue and len(pending) < limit:
                 index = queue.pop(0)
-                ref = task.remote(list(specs), rules_data, seed, index, chunks[index], max_batch)
+                ref = task.remote(list(specs), rules_data, seed, index, chunks[index], max_batch,
+                                  seating)
                 pending[ref] = index
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -427,6 +437,7 @@ def evaluate_agents_distributed(
     ratings: bool = True,
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
     resume: str | Path | None = None,
+    seating: str = "cyclic",
 ) -> TournamentResult:
     """`evaluate_agents` sharded over Ray: the same report for deterministic agents, and
     the same report whatever ``workers`` for every agent (see the module docstring).
@@ -448,6 +459,7 @@ def evaluate_agents_distributed(
             run again with the same arguments, only the chunks not kept there are played
             (no Ray is started when none is missing), and the report is the one of a run
             never stopped.
+        seating: ``cyclic`` or ``all`` (`agents.evaluation.games.seat_arrangements`).
 
     Returns:
         The `TournamentResult`; ``elapsed_s`` excludes starting or connecting to Ray (and
@@ -464,12 +476,14 @@ def evaluate_agents_distributed(
     if chunk_deals is not None:
         check_chunk_deals(chunk_deals)
     rules = rules.replace(num_players=len(specs)) if rules.num_players != len(specs) else rules
-    num_deals = -(-check_games(games, rules.num_players) // rules.num_players)
+    group = games_per_deal(rules.num_players, seating)
+    num_deals = -(-check_games(games, rules.num_players, seating) // group)
     if chunk_deals is None:
         chunk_deals = default_chunk_deals(num_deals)
     store = None
     if resume is not None:
-        store = ChunkStore(resume, tournament_identity(specs, rules, games, seed, chunk_deals))
+        store = ChunkStore(resume, tournament_identity(specs, rules, games, seed, chunk_deals,
+                                                       seating))
     complete = store is not None and store.has_all(len(chunk_ranges(num_deals, chunk_deals)))
     session = nullcontext() if complete else ray_session(
         workers, address, connect_timeout_s=connect_timeout_s
@@ -484,7 +498,7 @@ def evaluate_agents_distributed(
             chunk_deals=chunk_deals,
             progress=progress,
             store=store,
+            seating=seating,
         )
-    return tournament_result(
-        records, rules, games, seed, names, list(specs), elapsed_s=elapsed, ratings=ratings
-    )
+    return tournament_result(records, rules, games, seed, names, list(specs),
+                             elapsed_s=elapsed, ratings=ratings, seating=seating)

@@ -9,8 +9,9 @@ Design:
   every deal, and the luck of the deal largely cancels. The number of games is rounded up
   to a multiple of ``P``. Cyclic rotations keep the agents' cyclic order, so with three or
   more agents each one always plays right after the same neighbour; in Skyjo that matters
-  (the discard pile you draw from is your predecessor's), so compare agents with 3+ seats
-  knowing who sits before whom.
+  (the discard pile you draw from is your predecessor's). ``seating="all"`` plays every
+  deal in all ``P!`` seatings instead (`seat_arrangements`; up to
+  `MAX_ALL_SEATING_PLAYERS` seats): every agent then follows every other equally often.
 * **One batched state.** All running games live in one `BatchState`; each decision step,
   every agent acts once for all the games where it holds the acting seat, then all games
   step at once. A finished game's slot is restarted with the next game until all are
@@ -39,6 +40,8 @@ Design:
 
 from __future__ import annotations
 
+import itertools
+import math
 import sys
 import time
 from collections import Counter
@@ -77,6 +80,51 @@ MAX_RECORDS_BYTES = 2**30
 
 # a deal seed is kept as a Python int in a list until its games start
 _DEAL_SEED_BYTES = 48
+
+#: How the agents sit over the games of one deal group: ``cyclic`` (``P`` rotations) or
+#: ``all`` (all ``P!`` orders).
+SEATINGS = ("cyclic", "all")
+#: ``seating="all"`` plays ``P!`` games per deal group: 720 at 6 seats, 5,040 at 7.
+MAX_ALL_SEATING_PLAYERS = 6
+
+
+def check_seating(seating: Any, num_players: int) -> str:
+    """``seating`` after checking it is one of `SEATINGS` and, for ``all``, that the
+    ``num_players!`` games a deal stay within `MAX_ALL_SEATING_PLAYERS` seats."""
+    if seating not in SEATINGS:
+        raise ValueError(f"seating must be one of {', '.join(map(repr, SEATINGS))}, "
+                         f"got {seating!r}")
+    if seating == "all" and num_players > MAX_ALL_SEATING_PLAYERS:
+        raise ValueError(
+            f"seating='all' plays {num_players}! games per deal: at most "
+            f"{MAX_ALL_SEATING_PLAYERS} agents (use the cyclic seating)"
+        )
+    return seating
+
+
+def seat_arrangements(num_players: int, seating: str = "cyclic") -> np.ndarray:
+    """Where every agent sits in each game of a deal group.
+
+    Args:
+        num_players: Agents (and seats) ``P``.
+        seating: ``cyclic``: arrangement ``r`` seats agent ``i`` at ``(i + r) % P``;
+            ``all``: the ``P!`` permutations in lexicographic order (arrangement 0 is the
+            identity in both).
+
+    Returns:
+        int64 (R, P): ``[r, i]`` is agent ``i``'s seat in arrangement ``r`` (R = P or P!).
+    """
+    check_seating(seating, num_players)
+    if seating == "all":
+        return np.array(list(itertools.permutations(range(num_players))), np.int64)
+    agents = np.arange(num_players, dtype=np.int64)
+    return (agents[None, :] + agents[:, None]) % num_players
+
+
+def games_per_deal(num_players: int, seating: str = "cyclic") -> int:
+    """Games of one deal group: ``P`` (cyclic seating) or ``P!`` (all seatings)."""
+    check_seating(seating, num_players)
+    return math.factorial(num_players) if seating == "all" else num_players
 
 
 class AgentActionError(ValueError):
@@ -153,12 +201,14 @@ def display_names(names: Sequence[str]) -> list[str]:
 class GameRecords:
     """Per-game outcomes, indexed by game and by *agent position* (not seat).
 
-    Game ``g`` is rotation ``g % P`` of deal group ``first_deal + g // P`` (``first_deal``
-    is 0 for a whole tournament, the chunk's first deal group for a shard of one).
+    Game ``g`` is seat arrangement ``g % R`` of deal group ``first_deal + g // R``
+    (`seat_arrangements`: R = P rotations, or P! orders with ``seating="all"``;
+    ``first_deal`` is 0 for a whole tournament, the chunk's first deal group for a shard).
 
     Attributes:
         deal: int64 (G,), deal group of each game.
-        rotation: int64 (G,), rotation ``r``: agent ``i`` sat at seat ``(i + r) % P``.
+        rotation: int64 (G,), the seat arrangement ``r``; with the cyclic seating agent
+            ``i`` sat at seat ``(i + r) % P``.
         seat: int64 (G, P), seat of each agent.
         total: int64 (G, P), final total score of each agent.
         win_share: float64 (G, P), 1/k for each of the k lowest totals, else 0; all 0 in a
@@ -184,17 +234,18 @@ class GameRecords:
     decisions: np.ndarray
 
     @classmethod
-    def empty(cls, num_games: int, num_players: int, first_deal: int = 0) -> GameRecords:
+    def empty(cls, num_games: int, num_players: int, first_deal: int = 0,
+              seating: str = "cyclic") -> GameRecords:
         """Zeroed records for ``num_games`` games of ``num_players`` agents whose deal groups
-        start at ``first_deal``."""
+        start at ``first_deal``, seated by ``seating`` (`seat_arrangements`)."""
+        arrangements = seat_arrangements(num_players, seating)
         games = np.arange(num_games, dtype=np.int64)
-        rotation = games % num_players
-        seat = (np.arange(num_players, dtype=np.int64)[None, :] + rotation[:, None]) % num_players
+        rotation = games % len(arrangements)
         by_agent = (num_games, num_players)
         return cls(
-            deal=first_deal + games // num_players,
+            deal=first_deal + games // len(arrangements),
             rotation=rotation,
-            seat=seat,
+            seat=arrangements[rotation],
             total=np.zeros(by_agent, np.int64),
             win_share=np.zeros(by_agent, np.float64),
             rounds=np.zeros(num_games, np.int64),
@@ -243,6 +294,11 @@ class GameRecords:
         """Number of games ``G``."""
         return self.deal.shape[0]
 
+    @property
+    def games_per_deal(self) -> int:
+        """Games ``R`` of each deal group (every group is whole: P or P! games)."""
+        return int(np.count_nonzero(self.deal == self.deal[0])) if self.num_games else 1
+
 
 def record_bytes_per_game(num_players: int) -> int:
     """Bytes of `GameRecords` (and deal seeds) one game of ``num_players`` agents takes."""
@@ -251,22 +307,23 @@ def record_bytes_per_game(num_players: int) -> int:
     return -(-(records + _DEAL_SEED_BYTES) // num_players)
 
 
-def max_games(num_players: int) -> int:
+def max_games(num_players: int, seating: str = "cyclic") -> int:
     """Most games one tournament of ``num_players`` agents may play (whole deal groups)
     so that its records stay within `MAX_RECORDS_BYTES`."""
     games = MAX_RECORDS_BYTES // record_bytes_per_game(num_players)
-    return games - games % num_players
+    return games - games % games_per_deal(num_players, seating)
 
 
-def check_games(games: Any, num_players: int) -> int:
-    """``games`` as an int after checking it is an int in ``1..max_games(num_players)``.
+def check_games(games: Any, num_players: int, seating: str = "cyclic") -> int:
+    """``games`` as an int after checking it is an int in ``1..max_games(num_players,
+    seating)``.
 
     Raises:
         ValueError: Not an int >= 1. TooManyGamesError: more than `max_games`.
     """
     if not isinstance(games, (int, np.integer)) or isinstance(games, bool) or games < 1:
         raise ValueError(f"games must be an int >= 1, got {games!r}")
-    limit = max_games(num_players)
+    limit = max_games(num_players, seating)
     if games > limit:
         raise TooManyGamesError(
             f"games={games} is too many: their records would need about "
@@ -437,19 +494,21 @@ def play_games(
     specs: Sequence[str] | None = None,
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
+    seating: str = "cyclic",
 ) -> tuple[GameRecords, float]:
     """Play the games of a tournament and record their outcomes (no statistics).
 
     Args:
         agents: One agent per seat position, ``len(agents) == rules.num_players``.
         rules: The rules (``num_players`` must equal the number of agents).
-        games: Games wanted, 1 to `max_games` (``num_players``); rounded up to a multiple
-            of ``num_players``.
+        games: Games wanted, 1 to `max_games` (``num_players``, ``seating``); rounded up
+            to whole deal groups (`games_per_deal`).
         seed: Master seed of the deals (non-negative int).
         names: Names used in error messages (default: the agents' names).
         specs: Specs shown beside the names in error messages (default: none).
         progress: Show a progress bar; None shows one only when stderr is a terminal.
         max_batch: Most games stepped together.
+        seating: ``cyclic`` or ``all`` (`seat_arrangements`).
 
     Returns:
         ``(records, elapsed_s)``.
@@ -462,7 +521,8 @@ def play_games(
     players = rules.num_players
     if len(agents) != players:
         raise ValueError(f"{len(agents)} agents for {players} seats; give one agent per seat")
-    num_deals = -(-check_games(games, players) // players)
+    group = games_per_deal(players, seating)
+    num_deals = -(-check_games(games, players, seating) // group)
     return play_deals(
         agents,
         rules,
@@ -472,17 +532,18 @@ def play_games(
         specs=specs,
         progress=progress,
         max_batch=max_batch,
+        seating=seating,
     )
 
 
-def check_deals(deals: Any, num_players: int) -> range:
+def check_deals(deals: Any, num_players: int, seating: str = "cyclic") -> range:
     """``deals`` after checking it is a non-empty ``range`` of deal groups with step 1,
-    starting at >= 0, whose games fit in `max_games` (``num_players``)."""
+    starting at >= 0, whose games fit in `max_games` (``num_players``, ``seating``)."""
     if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not deals:
         raise ValueError(
             f"deals must be a non-empty range(start, stop) with 0 <= start < stop, got {deals!r}"
         )
-    check_games(len(deals) * num_players, num_players)
+    check_games(len(deals) * games_per_deal(num_players, seating), num_players, seating)
     return deals
 
 
@@ -496,8 +557,10 @@ def play_deals(
     specs: Sequence[str] | None = None,
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
+    seating: str = "cyclic",
 ) -> tuple[GameRecords, float]:
-    """Play every rotation of the deal groups ``deals`` of a tournament (no statistics).
+    """Play every seat arrangement of the deal groups ``deals`` of a tournament (no
+    statistics).
 
     `play_games` plays ``range(num_deals)``; a sharded tournament plays one chunk of deal
     groups per call. Deal group ``d`` is dealt from ``deal_seeds(seed, d + 1)[d]`` whatever
@@ -512,9 +575,10 @@ def play_deals(
         specs: Specs shown beside the names in error messages (default: none).
         progress: Show a progress bar; None shows one only when stderr is a terminal.
         max_batch: Most games stepped together.
+        seating: ``cyclic`` or ``all`` (`seat_arrangements`).
 
     Returns:
-        ``(records, elapsed_s)``: records of the ``len(deals) * P`` games in deal order
+        ``(records, elapsed_s)``: records of the ``len(deals) * R`` games in deal order
         (``records.deal`` holds the deal group numbers of the whole tournament).
 
     Raises:
@@ -525,7 +589,7 @@ def play_deals(
     players = rules.num_players
     if len(agents) != players:
         raise ValueError(f"{len(agents)} agents for {players} seats; give one agent per seat")
-    deals = check_deals(deals, players)
+    deals = check_deals(deals, players, seating)
     if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
         raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
     names = list(names) if names is not None else display_names([a.name for a in agents])
@@ -534,10 +598,14 @@ def play_deals(
     labels = [
         agent_label(name, None if specs is None else specs[i]) for i, name in enumerate(names)
     ]
-    num_games = len(deals) * players
-    first_game = deals.start * players  # number of this range's first game in the tournament
+    arrangements = seat_arrangements(players, seating)
+    group = len(arrangements)
+    num_games = len(deals) * group
+    first_game = deals.start * group  # number of this range's first game in the tournament
     seeds = deal_seeds(seed, deals.stop)[deals.start :]
-    records = GameRecords.empty(num_games, players, first_deal=deals.start)
+    records = GameRecords.empty(num_games, players, first_deal=deals.start, seating=seating)
+    # agent position holding each seat in each arrangement (the inverse permutations)
+    owners = np.argsort(arrangements, axis=1)
 
     batch = min(num_games, int(max_batch))
     state = new_batch(rules, batch)
@@ -564,11 +632,9 @@ def play_deals(
         slots = slots[:count]
         ids = np.arange(next_game, next_game + count)
         next_game += count
-        reset(state, [seeds[g // players] for g in ids], which=slots)
+        reset(state, [seeds[g // group] for g in ids], which=slots)
         slot_game[slots] = first_game + ids
-        rotation = ids % players
-        # agent i sits at seat (i + r) % P, so seat s holds agent (s - r) % P
-        seat_owner[slots] = (np.arange(players)[None, :] - rotation[:, None]) % players
+        seat_owner[slots] = owners[ids % group]
 
     started = time.perf_counter()
     start(all_slots)

@@ -78,8 +78,8 @@ def format_table(result: TournamentResult) -> str:
         else ""
     )
     lines = [
-        f"{result.games} games{rounded}: {result.deals} deals x {rules.num_players} seat "
-        f"rotations, seed {result.seed}, target {rules.target_score}{speed}",
+        f"{result.games} games{rounded}: {result.deals} deals x {_arrangements(result)}, "
+        f"seed {result.seed}, target {rules.target_score}{speed}",
     ]
     truncated = int(result.records.truncated.sum())
     if truncated:
@@ -185,13 +185,23 @@ def render_csv(result: TournamentResult) -> str:
     return buffer.getvalue()
 
 
+def _arrangements(result: TournamentResult) -> str:
+    """How each deal seated the agents, for the table's first line: ``3 seat rotations``
+    or ``6 seat orders (all)``."""
+    per_deal = result.games // result.deals if result.deals else result.rules.num_players
+    if result.seating == "all":
+        return f"{per_deal} seat orders (all)"
+    return f"{per_deal} seat rotations"
+
+
 def render_games_csv(result: TournamentResult) -> str:
     """Every game as a CSV row, for statistics of one's own and for pairing two runs on
     the same deals (`benchmarks/paired_runs.py`: same seed, agents and player count, so
     the same deal groups).
 
-    Columns: ``seed``, ``game``, ``deal`` (deal group), ``rotation`` (agent ``i`` sat at
-    seat ``(i + rotation) % P``), ``rounds``, ``truncated`` (0/1), then per agent position
+    Columns: ``seed``, ``game``, ``deal`` (deal group), ``rotation`` (the seat arrangement:
+    agent ``i`` sat at seat ``(i + rotation) % P``, or with ``--seating all`` at
+    ``itertools.permutations(range(P))[rotation][i]``), ``rounds``, ``truncated`` (0/1), then per agent position
     ``i`` (the order of ``--agents``): ``agent_<i>_total`` and ``agent_<i>_win_share``
     (1/k for each of the k lowest totals, 0 otherwise and in a truncated game).
     """

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from agents.atomic import atomic_path
-from agents.evaluation.games import GameRecords
+from agents.evaluation.games import GameRecords, games_per_deal
 from agents.registry import checkpoint_path
 from skyjo_env.core.rules import SkyjoRules
 
@@ -55,11 +55,12 @@ def file_digest(path: str | Path) -> str:
 
 
 def tournament_identity(
-    specs: Sequence[str], rules: SkyjoRules, games: int, seed: int, chunk_deals: int
+    specs: Sequence[str], rules: SkyjoRules, games: int, seed: int, chunk_deals: int,
+    seating: str = "cyclic",
 ) -> dict[str, Any]:
     """What makes two runs the same tournament, as JSON-ready data: the specs, rules,
-    games, seed, chunk size, and the SHA-256 of every checkpoint a spec loads (a network
-    retrained at the same path is another agent)."""
+    games, seed, chunk size, seating, and the SHA-256 of every checkpoint a spec loads (a
+    network retrained at the same path is another agent)."""
     checkpoints = {}
     for spec in specs:
         path = checkpoint_path(spec)
@@ -73,6 +74,7 @@ def tournament_identity(
         "seed": int(seed),
         "chunk_deals": int(chunk_deals),
         "checkpoints": checkpoints,
+        "seating": seating,
     }
     return json.loads(json.dumps(identity))  # the form it takes once read back
 
@@ -136,7 +138,7 @@ class ChunkStore:
         return all(self.chunk_file(chunk).exists() for chunk in range(chunks))
 
     def load(
-        self, chunk: int, deals: range, num_players: int
+        self, chunk: int, deals: range, num_players: int, seating: str = "cyclic"
     ) -> tuple[GameRecords, list[str]] | None:
         """The records and agent names of a finished chunk, or None if it is not kept.
 
@@ -144,6 +146,7 @@ class ChunkStore:
             chunk: The chunk's index.
             deals: Its deal groups (checked against the file).
             num_players: Agents per game.
+            seating: The tournament's seating (`agents.evaluation.games.seat_arrangements`).
 
         Raises:
             ResumeError: The file is damaged or holds other games.
@@ -151,7 +154,8 @@ class ChunkStore:
         path = self.chunk_file(chunk)
         if not path.exists():
             return None
-        expected = GameRecords.empty(len(deals) * num_players, num_players, deals.start)
+        expected = GameRecords.empty(len(deals) * games_per_deal(num_players, seating),
+                                     num_players, deals.start, seating)
         if not zipfile.is_zipfile(path):
             raise ResumeError(f"{path}: not a chunk file (no .npz archive); delete it to "
                               f"play chunk {chunk} again")
@@ -194,10 +198,16 @@ class ChunkStore:
         self._write_tournament()
 
 
+#: Identity fields added after the first directories were written, with the value those
+#: directories played (so they still resume).
+_RECORDED_BEFORE = {"seating": "cyclic"}
+
+
 def _check_same(recorded: Any, identity: dict[str, Any], where: Path) -> None:
     """Raise `ResumeError` naming the first field where ``recorded`` differs."""
     if not isinstance(recorded, dict):
         raise ResumeError(f"{where}: not a tournament record")
+    recorded = {**_RECORDED_BEFORE, **recorded}
     for key, value in identity.items():
         if recorded.get(key) != value:
             if key == "checkpoints":

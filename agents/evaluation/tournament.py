@@ -24,6 +24,9 @@ from agents.evaluation.statistics import (
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import Agent
 
+#: How each seating arranges a deal group's games, in words.
+_ARRANGED = {"cyclic": "rotations", "all": "orders"}
+
 #: How games stopped by the turn cap count (in the JSON report and the table footnote).
 TRUNCATED_POLICY = (
     "a game truncated by the turn cap has no winner: it counts as a game without a win "
@@ -99,12 +102,14 @@ class TournamentResult:
     Attributes:
         games: Games played (a multiple of the number of agents).
         requested_games: Games asked for before rounding up.
-        deals: Deal groups (``games / P``).
+        deals: Deal groups (``games / R``, R games per deal group).
         seed: The master seed.
         rules: The rules played.
         agents: Per-agent statistics in the order the agents were given.
         records: Per-game outcomes.
         elapsed_s: Wall time of the games (ratings and statistics excluded).
+        seating: How each deal group seated the agents: ``cyclic`` (the P rotations) or
+            ``all`` (all P! orders), see `agents.evaluation.games.seat_arrangements`.
     """
 
     games: int
@@ -115,6 +120,7 @@ class TournamentResult:
     agents: list[AgentStats]
     records: GameRecords = field(repr=False)
     elapsed_s: float = 0.0
+    seating: str = "cyclic"
 
     @property
     def games_per_second(self) -> float:
@@ -129,11 +135,12 @@ class TournamentResult:
             "deals": self.deals,
             "seed": self.seed,
             "num_players": self.rules.num_players,
+            "seating": self.seating,
             "rules": self.rules.to_dict(),
             "win_rate_ci_method": (
                 "95% Student-t interval over per-deal-group mean win shares "
-                "(each deal played in all seat rotations; shared wins count 1/k); "
-                "Wilson score interval over deal groups when their spread is zero"
+                f"(each deal played in all seat {_ARRANGED[self.seating]}; shared wins count "
+                "1/k); Wilson score interval over deal groups when their spread is zero"
             ),
             "truncated_games": int(self.records.truncated.sum()),
             "truncated_games_policy": TRUNCATED_POLICY,
@@ -162,7 +169,8 @@ def summarize(
         One `AgentStats` per agent position, in order.
     """
     players = records.total.shape[1]
-    num_deals = records.num_games // players
+    group = records.games_per_deal
+    num_deals = records.num_games // group
     rounds = records.rounds
     total_rounds = int(rounds.sum())
     rating_values = openskill_ratings(records, names) if ratings else [(None,) * 3] * players
@@ -171,9 +179,9 @@ def summarize(
     stats = []
     for i in range(players):
         share = records.win_share[:, i]
-        per_deal_share = share.reshape(num_deals, players).mean(axis=1)
+        per_deal_share = share.reshape(num_deals, group).mean(axis=1)
         win_rate, low, high = win_rate_interval(per_deal_share)
-        per_deal_total = totals[:, i].reshape(num_deals, players).mean(axis=1)
+        per_deal_total = totals[:, i].reshape(num_deals, group).mean(axis=1)
         mean_total, total_low, total_high = mean_confidence_interval(per_deal_total)
         finished = int(records.rounds_finished[:, i].sum())
         penalised = int(records.times_penalised[:, i].sum())
@@ -222,6 +230,7 @@ def play_tournament(
     progress: bool | None = None,
     ratings: bool = True,
     max_batch: int = DEFAULT_MAX_BATCH,
+    seating: str = "cyclic",
 ) -> TournamentResult:
     """Play a tournament with seat rotation over duplicated deals and summarize it.
 
@@ -230,12 +239,15 @@ def play_tournament(
             positions if it keeps state; distinct objects are fine even if alike).
             ``len(agents)`` must equal ``rules.num_players``.
         rules: The rules to play.
-        games: Games wanted (>= 1), rounded up to a multiple of the number of agents.
+        games: Games wanted (>= 1), rounded up to whole deal groups (P games each, or P!
+            with ``seating="all"``).
         seed: Master seed (non-negative int) fixing every deal.
         specs: Spec per agent for the report (default: the agents' names).
         progress: Progress bar over finished games; None = only on a terminal.
         ratings: Compute OpenSkill Plackett-Luce ratings.
         max_batch: Most games stepped together.
+        seating: ``cyclic`` (P rotations of each deal) or ``all`` (all P! seat orders:
+            every agent follows every other equally often), `seat_arrangements`.
 
     Returns:
         A `TournamentResult`; ``result.agents`` follows the order of ``agents``, with
@@ -258,10 +270,10 @@ def play_tournament(
         specs=specs,
         progress=progress,
         max_batch=max_batch,
+        seating=seating,
     )
-    return tournament_result(
-        records, rules, games, seed, names, specs, elapsed_s=elapsed, ratings=ratings
-    )
+    return tournament_result(records, rules, games, seed, names, specs, elapsed_s=elapsed,
+                             ratings=ratings, seating=seating)
 
 
 def tournament_result(
@@ -274,6 +286,7 @@ def tournament_result(
     *,
     elapsed_s: float,
     ratings: bool = True,
+    seating: str = "cyclic",
 ) -> TournamentResult:
     """Summarize the records of a whole tournament (in game order) into its result.
 
@@ -286,6 +299,7 @@ def tournament_result(
         specs: Spec per agent position.
         elapsed_s: Wall time of the games.
         ratings: Compute OpenSkill ratings.
+        seating: The seating the records were played with.
 
     Returns:
         The `TournamentResult`.
@@ -293,12 +307,13 @@ def tournament_result(
     return TournamentResult(
         games=records.num_games,
         requested_games=int(requested_games),
-        deals=records.num_games // rules.num_players,
+        deals=records.num_games // records.games_per_deal,
         seed=int(seed),
         rules=rules,
         agents=summarize(records, names, specs, ratings=ratings),
         records=records,
         elapsed_s=elapsed_s,
+        seating=seating,
     )
 
 
@@ -310,6 +325,7 @@ def evaluate_agents(
     *,
     progress: bool | None = None,
     ratings: bool = True,
+    seating: str = "cyclic",
 ) -> TournamentResult:
     """Build agents from specs (see `agents.registry.make_agent`) and play a tournament.
 
@@ -322,6 +338,7 @@ def evaluate_agents(
         seed: Master seed.
         progress: Progress bar; None = only on a terminal.
         ratings: Compute OpenSkill ratings.
+        seating: ``cyclic`` or ``all`` (see `play_tournament`).
 
     Returns:
         The `TournamentResult`.
@@ -331,6 +348,5 @@ def evaluate_agents(
     check_seed(seed)
     rules = rules.replace(num_players=len(specs)) if rules.num_players != len(specs) else rules
     agents = [make_agent(spec, rules, agent_seed(seed, i)) for i, spec in enumerate(specs)]
-    return play_tournament(
-        agents, rules, games, seed, specs=list(specs), progress=progress, ratings=ratings
-    )
+    return play_tournament(agents, rules, games, seed, specs=list(specs), progress=progress,
+                           ratings=ratings, seating=seating)

@@ -82,6 +82,18 @@ def test_chunk_store__damaged_or_foreign_chunks_are_named(tmp_path):
         ChunkStore(tmp_path, _identity())
 
 
+def test_chunk_store__a_directory_from_before_seatings_resumes_as_cyclic(tmp_path):
+    ChunkStore(tmp_path, _identity())
+    record_file = tmp_path / "tournament.json"
+    record = json.loads(record_file.read_text())
+    del record["identity"]["seating"]  # written before the identity held the seating
+    record_file.write_text(json.dumps(record))
+    ChunkStore(tmp_path, _identity())
+    seated = tournament_identity(SPECS, SkyjoRules(), 40, 3, 4, seating="all")
+    with pytest.raises(ResumeError, match="seating was 'cyclic', this run has 'all'"):
+        ChunkStore(tmp_path, seated)
+
+
 def test_chunk_store__identity_reads_back_equal(tmp_path):
     identity = _identity()
     ChunkStore(tmp_path, identity)

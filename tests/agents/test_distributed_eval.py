@@ -285,3 +285,24 @@ def test_main__resume_with_other_arguments_is_a_one_line_error(local_ray, tmp_pa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "holds another tournament: seed was 1, this run has 2" in err
+
+
+def test_evaluate_agents_distributed__all_orders_equal_in_process_and_resume_by_seating(
+    local_ray, tmp_path
+):
+    specs = ["ev", "greedy", "ev"]
+    sharded = evaluate_agents_distributed(specs, SkyjoRules(), 30, 6, chunk_deals=2,
+                                          progress=False, seating="all", resume=tmp_path / "a")
+    in_process = evaluate_agents(specs, SkyjoRules(), 30, 6, progress=False, seating="all")
+    assert sharded.games == 30 and sharded.deals == 5
+    assert _report(sharded) == _report(in_process)
+    _assert_same_records(sharded.records, in_process.records)
+    # the kept chunks are read back as all-order chunks: the same report without Ray
+    again = evaluate_agents_distributed(specs, SkyjoRules(), 30, 6, chunk_deals=2,
+                                        progress=False, seating="all", resume=tmp_path / "a")
+    assert _report(again) == _report(in_process)
+    from agents.evaluation.resume import ResumeError
+
+    with pytest.raises(ResumeError, match="seating"):  # a cyclic run is another tournament
+        evaluate_agents_distributed(specs, SkyjoRules(), 30, 6, chunk_deals=2,
+                                    progress=False, resume=tmp_path / "a")

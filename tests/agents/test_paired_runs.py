@@ -53,6 +53,18 @@ def test_paired__known_answer_over_the_whole_deal_groups_in_common(tmp_path, mon
     assert done.stdout.splitlines()[-1].split()[-3] == "+12.5"  # mean of +50 and -25 points
 
 
+def test_paired__whole_groups_are_the_largest_ones_of_a_file(tmp_path, monkeypatch):
+    # two agents seated in all orders give 2 games a deal too; the size comes from the
+    # file, so a 3-game group (another seating's) counts as whole and a 2-game one not
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from paired_runs import deal_shares
+
+    rows = [(0, 0, 1), (0, 1, 0), (0, 2, 1), (1, 0, 1), (1, 1, 1)]
+    columns = {"deal": np.array([r[0] for r in rows], float),
+               "agent_0_win_share": np.array([r[2] for r in rows], float)}
+    assert deal_shares(columns, 0) == {0: pytest.approx(2 / 3)}
+
+
 def test_main__the_same_evaluate_run_twice_differs_by_zero(tmp_path):
     games = tmp_path / "games.csv"
     evaluate = [sys.executable, str(ROOT / "evaluate.py"), "--agents", "ev", "greedy", "--games",
