@@ -24,7 +24,7 @@ Design:
   (see `shard_agent_seed`) and merges the records (`GameRecords.concatenate`).
 * **Win-rate interval.** A game's win share is 1 for a sole winner and 1/k for each of k
   tied winners. The 95% interval of an agent's win rate is a Student-t interval over
-  *per-deal-group means* (the agent's mean win share over the ``P`` rotations of one deal),
+  *per-deal-group means* (the agent's mean win share over the games of one deal group),
   which are independent across deals and already have the deal luck averaged out. When
   that spread cannot be estimated (a single deal group, or every deal group with the same
   mean, e.g. an agent that wins every game) the interval falls back to the Wilson score

@@ -49,7 +49,7 @@ def win_rate_interval(per_deal_shares: np.ndarray) -> tuple[float, float, float]
 
     Args:
         per_deal_shares: float (D,), each in [0, 1]: one agent's mean win share over the
-            rotations of one deal group.
+            games (seat rotations or orders) of one deal group.
 
     Returns:
         ``(win_rate, low, high)``: the Student-t interval over the D means, clipped to

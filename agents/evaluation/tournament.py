@@ -100,7 +100,8 @@ class TournamentResult:
     """Everything a tournament measured.
 
     Attributes:
-        games: Games played (a multiple of the number of agents).
+        games: Games played (whole deal groups: a multiple of P, or of P! when every seat
+            order is played).
         requested_games: Games asked for before rounding up.
         deals: Deal groups (``games / R``, R games per deal group).
         seed: The master seed.
