@@ -7,7 +7,7 @@ Design:
   of a group are the ``P`` cyclic rotations of the agents over the seats: in rotation
   ``r`` agent ``i`` sits at seat ``(i + r) % P``. Every agent thus plays every seat of
   every deal, and the luck of the deal largely cancels. The number of games is rounded up
-  to a multiple of ``P``. Cyclic rotations keep the agents' cyclic order, so with three or
+  to whole deal groups. Cyclic rotations keep the agents' cyclic order, so with three or
   more agents each one always plays right after the same neighbour; in Skyjo that matters
   (the discard pile you draw from is your predecessor's). ``seating="all"`` plays every
   deal in all ``P!`` seatings instead (`seat_arrangements`; up to
