@@ -8,10 +8,11 @@ One agent spec per seat (2 or more, as many as the deck allows; the number of pl
 follows). Every input is checked before the first game: a bad spec (including an agent
 whose ``act`` cannot take ``(observations, action_masks)``), rules preset, checkpoint,
 seed, seating, game count (at most `agents.evaluation.games.max_games`, which bounds the
-memory of the records) or output directory ends the run with a one-line message on stderr
-and exit status 2, and no output file is written. An agent that fails during play (its ``act`` raises, or returns an illegal
-or malformed action) ends it with a one-line message naming the agent and exit status 1;
-Ctrl-C ends it with exit status 130. No traceback is printed for any of these.
+memory of the records) or output directory ends the run with a one-line message on
+stderr and exit status 2, and no output file is written. An agent that fails during play
+(its ``act`` raises, or returns an illegal or malformed action) ends it with a one-line
+message naming the agent and exit status 1; Ctrl-C ends it with exit status 130. No
+traceback is printed for any of these.
 
 ``--workers N`` (a local Ray with N CPUs, started on demand and shut down afterwards) or
 ``--ray-address HOST:PORT`` (an existing cluster) shard the deal groups over Ray tasks
