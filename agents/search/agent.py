@@ -21,10 +21,13 @@ For every decision row with two or more legal actions, `SearchAgent`:
    actions alone, and keeps it only if it passes there too (the first test picked the
    best of several means, so it favours luck; the fresh one does not).
 
-A rollout cut by ``depth`` or by the turn cap is valued by the margin of expected grid
-scores (`expected_grid_scores`): face-up cards plus the mean unseen card per face-down
-card, no final-reveal eliminations, no finisher penalty (a known bias: a rollout that
-ends the round pays the real penalty risk, a cut one none, so going out is undervalued).
+A rollout cut by ``depth`` or by the turn cap is valued by the margin of expected round
+scores (`expected_round_scores`): face-up cards plus the mean unseen card per face-down
+card, no final-reveal eliminations; a seat that has already ended the round takes the
+finisher penalty when another seat's expected score is as good. (Before, a cut rollout
+carried no penalty at all, so at big tables, where the others' last turns outlast the
+rollout, going out looked free: `search(samples=4,depth=4):ev` among 11 `ev` ended 52%
+of its rounds and was penalised in 92% of them.)
 Another value can replace the margin through ``SearchAgent.value_fn``
 (`RoundMarginValue` is the default): it gets the rollout games at their end and which of
 them reached the round's end. ``leaf=critic`` (`agents.search.values.CriticValue`) values
@@ -88,11 +91,15 @@ from skyjo_env.core import (
 )
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
+from skyjo_env.core.kernels import penalised_score
 from skyjo_env.core.layout import (
     EVENT_ROUND_ENDED,
     EVENT_TRUNCATED,
     FACE_UP,
+    FINISHER,
     HIDDEN,
+    P_CONDITION_LT,
+    P_ONLY_IF_POSITIVE,
     ROUND_SCORE,
 )
 from skyjo_env.core.rules import SkyjoRules
@@ -281,6 +288,31 @@ def expected_grid_scores(state: BatchState) -> np.ndarray:
     return face_up + hidden * mean_unseen[:, None]
 
 
+def expected_round_scores(state: BatchState) -> np.ndarray:
+    """`expected_grid_scores`, with the finisher penalty where a seat has already ended the
+    round (its last turns cut off by ``depth``): the finisher's expected score is
+    penalised when another seat's expected score is as good (RULES.md §11, on expected
+    instead of final scores). Without it a cut rollout made going out look free, most of
+    all at big tables, where the others' last turns outlast the rollout. float64 (B, P).
+    """
+    scores = expected_grid_scores(state)
+    finisher = state.game[:, FINISHER].astype(np.int64)
+    rows = np.flatnonzero(finisher >= 0)
+    if rows.size == 0:
+        return scores
+    seats = finisher[rows]
+    own = scores[rows, seats]
+    others = scores[rows].copy()
+    others[np.arange(rows.size), seats] = np.inf
+    best_other = others.min(axis=1)
+    params = state.params
+    penalised = best_other < own if params[P_CONDITION_LT] else best_other <= own
+    if params[P_ONLY_IF_POSITIVE]:
+        penalised &= own > 0
+    scores[rows[penalised], seats[penalised]] = penalised_score(own[penalised], params)
+    return scores
+
+
 def margins(scores: np.ndarray) -> np.ndarray:
     """Seat 0's margin: mean of the other seats' scores minus its own. float64 (B,)."""
     scores = scores.astype(np.float64)
@@ -290,11 +322,11 @@ def margins(scores: np.ndarray) -> np.ndarray:
 
 
 class RoundMarginValue:
-    """Round-score margin at the round's end; `expected_grid_scores` for a cut rollout."""
+    """Round-score margin at the round's end; `expected_round_scores` for a cut rollout."""
 
     def __call__(self, state: BatchState, round_ended: np.ndarray) -> np.ndarray:
         scores = np.where(
-            round_ended[:, None], state.seat[:, :, ROUND_SCORE], expected_grid_scores(state)
+            round_ended[:, None], state.seat[:, :, ROUND_SCORE], expected_round_scores(state)
         )
         return margins(scores)
 
@@ -746,6 +778,7 @@ __all__ = [
     "action_evidence",
     "choose",
     "expected_grid_scores",
+    "expected_round_scores",
     "margins",
     "paired_advantage",
 ]

@@ -502,3 +502,47 @@ def test_action_values__refuse_rows_the_search_does_not_decide():
         agent.action_values(observations[:1], masks[:1])  # the first setup reveal
     with pytest.raises(ValueError, match="observations must have shape"):
         agent.action_values(observations[:1, :5], masks[:1])
+
+
+@pytest.mark.parametrize("rules", [
+    SkyjoRules(num_players=4),
+    SkyjoRules(num_players=3, finisher_penalty_mode="flat", finisher_flat_penalty=10,
+               finisher_penalty_condition="other_lt", finisher_penalty_only_if_positive=False),
+    # mostly negative cards: finishers at or below 0, whom only_if_positive spares
+    SkyjoRules(deck={-2: 30, -1: 30, 1: 10, 2: 10}),
+])
+def test_expected_round_scores__a_finisher_pays_the_penalty_on_expected_scores(rules):
+    from agents.search.agent import expected_grid_scores, expected_round_scores
+    from skyjo_env.core.layout import FINISHER
+
+    def by_hand(grid_scores, finisher):
+        scores = grid_scores.copy()
+        for row, seat in enumerate(finisher):
+            if seat < 0:
+                continue
+            own = scores[row, seat]
+            others = [scores[row, p] for p in range(rules.num_players) if p != seat]
+            as_good = min(others) < own if rules.finisher_penalty_condition == "other_lt" \
+                else min(others) <= own
+            if as_good and (own > 0 or not rules.finisher_penalty_only_if_positive):
+                multiplier = 2 if rules.finisher_penalty_mode == "multiplier" else 1
+                scores[row, seat] = own * multiplier + rules.finisher_flat_penalty
+        return scores
+
+    state = new_batch(rules, 64)
+    reset(state, np.random.default_rng(3))
+    policy = np.random.default_rng(4)
+    penalised = spared = 0
+    while not state.all_over and penalised + spared < 400:
+        mask = legal_action_mask(state)
+        actions = np.argmax(policy.random(mask.shape) * mask, axis=1)
+        actions[state.game_over] = -1
+        step(state, actions)
+        grid_scores = expected_grid_scores(state)
+        finisher = state.game[:, FINISHER].astype(np.int64)
+        expected = by_hand(grid_scores, finisher)
+        np.testing.assert_allclose(expected_round_scores(state), expected)
+        changed = (expected != grid_scores).any(axis=1)
+        penalised += int(changed.sum())
+        spared += int(((finisher >= 0) & ~changed).sum())
+    assert penalised >= 10 and spared >= 10  # both branches were met
