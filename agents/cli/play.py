@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None, read: Callable[[str], str] = input, writ
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed its message already
         return int(exit_.code or 0)
-    players = len(args.opponents) + 1  # how many the deck allows, the rules check below
+    players = len(args.opponents) + 1  # the rules check below decides how many the deck allows
     if args.seed is not None and args.seed < 0:
         return _fail(f"--seed must be >= 0, got {args.seed}", EXIT_USAGE)
     try:
