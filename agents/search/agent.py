@@ -91,15 +91,14 @@ from skyjo_env.core import (
 )
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
-from skyjo_env.core.kernels import penalised_score
+from skyjo_env.core.jit import jit
+from skyjo_env.core.kernels import apply_finisher_penalty
 from skyjo_env.core.layout import (
     EVENT_ROUND_ENDED,
     EVENT_TRUNCATED,
     FACE_UP,
     FINISHER,
     HIDDEN,
-    P_CONDITION_LT,
-    P_ONLY_IF_POSITIVE,
     ROUND_SCORE,
 )
 from skyjo_env.core.rules import SkyjoRules
@@ -296,21 +295,17 @@ def expected_round_scores(state: BatchState) -> np.ndarray:
     all at big tables, where the others' last turns outlast the rollout. float64 (B, P).
     """
     scores = expected_grid_scores(state)
-    finisher = state.game[:, FINISHER].astype(np.int64)
-    rows = np.flatnonzero(finisher >= 0)
-    if rows.size == 0:
-        return scores
-    seats = finisher[rows]
-    own = scores[rows, seats]
-    others = scores[rows].copy()
-    others[np.arange(rows.size), seats] = np.inf
-    best_other = others.min(axis=1)
-    params = state.params
-    penalised = best_other < own if params[P_CONDITION_LT] else best_other <= own
-    if params[P_ONLY_IF_POSITIVE]:
-        penalised &= own > 0
-    scores[rows[penalised], seats[penalised]] = penalised_score(own[penalised], params)
+    _penalise_finishers(scores, state.game[:, FINISHER].astype(np.int64), state.params)
     return scores
+
+
+@jit
+def _penalise_finishers(scores, finisher, params):
+    """In place: each row's finisher (``finisher[b] >= 0``) penalised by the engine's own
+    rule (`apply_finisher_penalty`), here on float expected scores."""
+    for b in range(scores.shape[0]):
+        if finisher[b] >= 0:
+            scores[b], _ = apply_finisher_penalty(scores[b], finisher[b], params)
 
 
 def margins(scores: np.ndarray) -> np.ndarray:
