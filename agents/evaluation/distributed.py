@@ -50,8 +50,8 @@ import numpy as np
 from agents.evaluation.games import (
     DEFAULT_MAX_BATCH,
     GameRecords,
-    check_games,
     check_seed,
+    deal_groups,
     display_names,
     games_per_deal,
     play_deals,
@@ -354,7 +354,7 @@ def play_sharded(
         raise ValueError(f"{len(specs)} specs for {players} seats; give one spec per seat")
     seed = check_seed(seed)
     group = games_per_deal(players, seating)
-    num_deals = -(-check_games(games, players, seating) // group)
+    num_deals = deal_groups(games, players, seating)
     if chunk_deals is None:
         chunk_deals = default_chunk_deals(num_deals)
     chunks = chunk_ranges(num_deals, check_chunk_deals(chunk_deals))
@@ -476,8 +476,7 @@ def evaluate_agents_distributed(
     if chunk_deals is not None:
         check_chunk_deals(chunk_deals)
     rules = rules.replace(num_players=len(specs)) if rules.num_players != len(specs) else rules
-    group = games_per_deal(rules.num_players, seating)
-    num_deals = -(-check_games(games, rules.num_players, seating) // group)
+    num_deals = deal_groups(games, rules.num_players, seating)
     if chunk_deals is None:
         chunk_deals = default_chunk_deals(num_deals)
     store = None

@@ -84,6 +84,8 @@ _DEAL_SEED_BYTES = 48
 #: How the agents sit over the games of one deal group: ``cyclic`` (``P`` rotations) or
 #: ``all`` (all ``P!`` orders).
 SEATINGS = ("cyclic", "all")
+#: How reports name the games of a deal group under each seating.
+SEATING_WORDS = {"cyclic": "rotations", "all": "orders"}
 #: ``seating="all"`` plays ``P!`` games per deal group: 720 at 6 seats, 5,040 at 7.
 MAX_ALL_SEATING_PLAYERS = 6
 
@@ -125,6 +127,12 @@ def games_per_deal(num_players: int, seating: str = "cyclic") -> int:
     """Games of one deal group: ``P`` (cyclic seating) or ``P!`` (all seatings)."""
     check_seating(seating, num_players)
     return math.factorial(num_players) if seating == "all" else num_players
+
+
+def deal_groups(games: Any, num_players: int, seating: str = "cyclic") -> int:
+    """Deal groups a tournament of ``games`` games plays: ``games`` checked by
+    `check_games`, rounded up to whole groups of `games_per_deal` games."""
+    return -(-check_games(games, num_players, seating) // games_per_deal(num_players, seating))
 
 
 class AgentActionError(ValueError):
@@ -521,8 +529,7 @@ def play_games(
     players = rules.num_players
     if len(agents) != players:
         raise ValueError(f"{len(agents)} agents for {players} seats; give one agent per seat")
-    group = games_per_deal(players, seating)
-    num_deals = -(-check_games(games, players, seating) // group)
+    num_deals = deal_groups(games, players, seating)
     return play_deals(
         agents,
         rules,

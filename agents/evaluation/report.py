@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_path
+from agents.evaluation.games import SEATING_WORDS
 from agents.evaluation.tournament import TournamentResult
 
 #: Column order of the CSV file (one row per agent position).
@@ -188,10 +189,8 @@ def render_csv(result: TournamentResult) -> str:
 def _arrangements(result: TournamentResult) -> str:
     """How each deal seated the agents, for the table's first line: ``3 seat rotations``
     or ``6 seat orders (all)``."""
-    per_deal = result.games // result.deals if result.deals else result.rules.num_players
-    if result.seating == "all":
-        return f"{per_deal} seat orders (all)"
-    return f"{per_deal} seat rotations"
+    words = f"{result.records.games_per_deal} seat {SEATING_WORDS[result.seating]}"
+    return f"{words} (all)" if result.seating == "all" else words
 
 
 def render_games_csv(result: TournamentResult) -> str:
@@ -201,9 +200,10 @@ def render_games_csv(result: TournamentResult) -> str:
 
     Columns: ``seed``, ``game``, ``deal`` (deal group), ``rotation`` (the seat arrangement:
     agent ``i`` sat at seat ``(i + rotation) % P``, or with ``--seating all`` at
-    ``itertools.permutations(range(P))[rotation][i]``), ``rounds``, ``truncated`` (0/1), then per agent position
-    ``i`` (the order of ``--agents``): ``agent_<i>_total`` and ``agent_<i>_win_share``
-    (1/k for each of the k lowest totals, 0 otherwise and in a truncated game).
+    ``itertools.permutations(range(P))[rotation][i]``), ``rounds``, ``truncated`` (0/1),
+    then per agent position ``i`` (the order of ``--agents``): ``agent_<i>_total`` and
+    ``agent_<i>_win_share`` (1/k for each of the k lowest totals, 0 otherwise and in a
+    truncated game).
     """
     records = result.records
     players = records.total.shape[1]

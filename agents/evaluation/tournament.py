@@ -10,6 +10,7 @@ from typing import Any
 
 from agents.evaluation.games import (
     DEFAULT_MAX_BATCH,
+    SEATING_WORDS,
     GameRecords,
     agent_seed,
     check_seed,
@@ -23,9 +24,6 @@ from agents.evaluation.statistics import (
 )
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import Agent
-
-#: How each seating arranges a deal group's games, in words.
-_ARRANGED = {"cyclic": "rotations", "all": "orders"}
 
 #: How games stopped by the turn cap count (in the JSON report and the table footnote).
 TRUNCATED_POLICY = (
@@ -140,7 +138,7 @@ class TournamentResult:
             "rules": self.rules.to_dict(),
             "win_rate_ci_method": (
                 "95% Student-t interval over per-deal-group mean win shares "
-                f"(each deal played in all seat {_ARRANGED[self.seating]}; shared wins count "
+                f"(each deal played in all seat {SEATING_WORDS[self.seating]}; shared wins count "
                 "1/k); Wilson score interval over deal groups when their spread is zero"
             ),
             "truncated_games": int(self.records.truncated.sum()),
