@@ -27,6 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--total-timesteps", type=int, help="learner decisions to train for")
     parser.add_argument("--run-dir", help=f"output directory (default: {DEFAULT_RUN_DIR})")
     parser.add_argument(
+        "--init-from", metavar="CHECKPOINT",
+        help="start from a saved network's weights instead of the imitation warm start "
+        "(e.g. models/ppo_2p.zip with configs/strong_2p.yaml; overrides the config's "
+        "init_from)",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="continue the run in --run-dir from its last checkpoint (uses its config.yaml "
@@ -62,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             config_path,
             seed=args.seed,
             total_timesteps=args.total_timesteps,
+            init_from=args.init_from,
             progress=False if args.no_progress else None,
         )
         check_agent_specs(config)

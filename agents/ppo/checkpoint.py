@@ -412,6 +412,52 @@ def check_compatible(metadata: dict[str, Any], rules: SkyjoRules, path: str | Pa
         )
 
 
+def check_initial_network(
+    path: str | Path, rules: SkyjoRules, architecture: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Check that a checkpoint can start a training run (``init_from``) of ``rules`` whose
+    config builds ``architecture`` (`TrainConfig.policy_architecture`).
+
+    Returns:
+        The checkpoint's metadata.
+
+    Raises:
+        CheckpointError: The file is missing or corrupt, was trained for other rules or
+            another observation layout, or has another net_arch, activation or features
+            (each difference named).
+    """
+    metadata = read_metadata(path)
+    check_compatible(metadata, rules, path)
+    saved = policy_architecture(metadata, path)
+    differing = [
+        f"{key} {saved[key]!r} (the config asks for {architecture[key]!r})"
+        for key in ("net_arch", "activation", "features")
+        if saved[key] != architecture[key]
+    ]
+    if differing:
+        raise CheckpointError(
+            f"{_where(path)} is another network: " + ", ".join(differing)
+            + "; set these config keys to the network's to start from it"
+        )
+    return metadata
+
+
+def load_policy_weights(path: str | Path, policy) -> None:
+    """Load a checkpoint's policy weights (actor, critic, features) into ``policy``, a
+    MaskableActorCriticPolicy of the same architecture; its optimizer is left alone.
+
+    The tensors are read with ``weights_only=True`` and checked against ``policy`` first,
+    so on an error ``policy`` is unchanged.
+
+    Raises:
+        CheckpointError: Any problem with the file or its tensors, or tensors that do not
+            fit ``policy``.
+    """
+    state = _load_tensors(path, POLICY_MEMBER)
+    _check_state(policy.state_dict(), state, POLICY_MEMBER, path)
+    policy.load_state_dict(state)
+
+
 def _load_tensors(path: str | Path, name: str):
     """``torch.load`` of a member with ``weights_only=True``: tensors and plain containers
     only, so the file's pickle stream can name no function to call."""
@@ -479,9 +525,7 @@ def load_policy(
     if metadata is None:
         metadata = read_metadata(path)
     policy = build_policy(metadata, path, trainable=trainable)
-    state = _load_tensors(path, POLICY_MEMBER)
-    _check_state(policy.state_dict(), state, POLICY_MEMBER, path)
-    policy.load_state_dict(state)
+    load_policy_weights(path, policy)
     policy.set_training_mode(False)
     return policy
 

@@ -131,8 +131,16 @@ class TrainConfig(BaseModel):
     joins the pool: weak early policies would only teach the learner to beat weak play."""
     shaping: float = Field(1.0, ge=0)
     """Weight of the potential-based shaping reward (0 = off); see `GridPotentialShaping`."""
+    init_from: str | None = Field(None, min_length=1)
+    """A saved network (a checkpoint ``.zip``: ``models/ppo_2p.zip``, a run's ``best.zip``)
+    whose actor and critic weights this run starts from, in place of the imitation warm
+    start (skipped; the value warm-up rollouts still run). The optimizer, the opponent
+    pool and the step count start fresh: to continue a stopped run use ``--resume``
+    instead. The network must be trained for this run's rules and have its ``net_arch``,
+    ``activation`` and ``features``; checked before any work."""
     imitation_teacher: str = Field("ev", min_length=1)
-    """Agent spec whose moves the policy clones before PPO (see `agents.ppo.imitation`)."""
+    """Agent spec whose moves the policy clones before PPO (see `agents.ppo.imitation`);
+    not used with ``init_from``."""
     imitation_games: int = Field(3000, ge=0)
     """Full teacher self-play games recorded for the warm start (0 = start from scratch)."""
     imitation_epochs: int = Field(4, ge=1)
@@ -282,6 +290,12 @@ class TrainConfig(BaseModel):
                 f"{self.rules!r}: {error}"
             ) from error
 
+    def policy_architecture(self) -> dict[str, Any]:
+        """The network this config builds, as a checkpoint's metadata records it:
+        ``{"net_arch": list[int], "activation": str, "features": str}``."""
+        return {"net_arch": list(self.net_arch), "activation": self.activation,
+                "features": self.features}
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data, as written to config.yaml (keys in field order)."""
         return self.model_dump()
@@ -306,19 +320,29 @@ def check_agent_specs(config: TrainConfig) -> None:
     """Build every agent spec the config names once, so a bad one fails before training.
 
     Checks each of ``eval_opponents``, when a warm start will run (``imitation_games >
-    0``) ``imitation_teacher``, through `agents.registry.make_agent`, and with expert
+    0`` and no ``init_from``) ``imitation_teacher``, through `agents.registry.make_agent`;
+    that ``init_from`` names a network this config can start from; with expert
     iteration (``expert_interval > 0``) the options of ``expert_search``
     (`agents.registry.search_settings`);
     then that Ray is installed if that data has ``data_workers`` >= 1.
 
     Raises:
         TrainConfigError: a spec names no agent, or its agent cannot be built or loaded
-            (the message names the key and carries the registry's reason); or Ray is
-            missing for ``data_workers``.
+            (the message names the key and carries the registry's reason); ``init_from``
+            is missing, corrupt, or another network or rules; or Ray is missing for
+            ``data_workers``.
     """
     rules = config.resolve_rules()
     keyed = [("eval_opponents", spec) for spec in config.eval_opponents]
-    if config.imitation_games > 0:
+    if config.init_from is not None:
+        # checkpoint.py imports this module's constants: import it here, not at the top
+        from agents.ppo.checkpoint import CheckpointError, check_initial_network
+
+        try:
+            check_initial_network(config.init_from, rules, config.policy_architecture())
+        except CheckpointError as error:
+            raise TrainConfigError(f"config key 'init_from': {error}") from error
+    elif config.imitation_games > 0:
         keyed.append(("imitation_teacher", config.imitation_teacher))
     if config.expert_interval > 0:
         try:
@@ -330,7 +354,8 @@ def check_agent_specs(config: TrainConfig) -> None:
             make_agent(spec, rules, seed=config.seed)
         except AgentSpecError as error:  # the registry wraps checkpoint errors in it
             raise TrainConfigError(f"config key {key!r}: {error}") from error
-    if config.data_workers > 0 and (config.imitation_games > 0 or config.expert_interval > 0):
+    warm_start_games = config.imitation_games > 0 and config.init_from is None
+    if config.data_workers > 0 and (warm_start_games or config.expert_interval > 0):
         check_ray_installed(config.data_workers)
 
 

@@ -613,7 +613,20 @@ class Trainer:
             truncate_tensorboard(self.run_dir / "tb", done)
         return done
 
-    # imitation warm start
+    # warm starts: a saved network or imitation
+    def start_from_network(self) -> None:
+        """Load ``init_from``'s actor and critic into the fresh model (checked first: see
+        `agents.ppo.checkpoint.check_initial_network`); the value warm-up rollouts
+        follow, since this run's reward or shaping may differ from the network's."""
+        from agents.ppo.checkpoint import check_initial_network, load_policy_weights
+
+        path = self.config.init_from
+        metadata = check_initial_network(path, self.rules, self.config.policy_architecture())
+        load_policy_weights(path, self.model.policy)
+        self.warmup_rollouts = self.config.value_warmup_rollouts
+        if self.config.progress:
+            print(f"warm start: the network of {path} ({metadata.get('timesteps', 0):,} steps)")
+
     def warm_start(self) -> dict[str, float]:
         """Clone the teacher into the fresh policy (see `agents.ppo.imitation`)."""
         from agents.ppo.config import TrainConfigError
@@ -896,7 +909,9 @@ class Trainer:
             done = self.restore()
         else:
             self.model = self.build_model()
-            if self.config.imitation_games > 0:
+            if self.config.init_from is not None:
+                self.start_from_network()
+            elif self.config.imitation_games > 0:
                 self._in_warm_start = True
                 try:
                     self.warm_start()

@@ -1,0 +1,116 @@
+"""``init_from``: a training run that starts from a saved network instead of the imitation
+warm start; every mismatch is a one-line config error before any work."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import agents.cli.train as train_cli
+from agents.ppo.checkpoint import load_policy, read_metadata
+from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs
+from agents.ppo.imitation import actor_parameters
+from agents.ppo.training import train
+
+SMALL = dict(
+    n_envs=16,
+    n_steps=64,
+    batch_size=512,
+    n_epochs=1,
+    eval_games=4,
+    net_arch=[32, 32],
+    progress=False,
+)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """A small trained network to start from (no warm start: only PPO moved it)."""
+    run_dir = tmp_path_factory.mktemp("source")
+    train(TrainConfig(**SMALL, total_timesteps=1024, imitation_games=0, eval_interval=0,
+                      checkpoint_interval=1024, seed=1), run_dir)
+    return run_dir / "checkpoints" / "last.zip"
+
+
+def _actor_state(policy) -> dict[str, torch.Tensor]:
+    names = {id(parameter) for parameter in actor_parameters(policy)}
+    return {name: parameter.detach().clone() for name, parameter in policy.named_parameters()
+            if id(parameter) in names}
+
+
+def test_init_from__a_frozen_actor_keeps_the_source_weights_exactly(source, tmp_path):
+    # the value warm-up freezes the actor for its rollouts: over a run shorter than it,
+    # the saved actor must be the source's, weight for weight, and the critic must differ
+    config = TrainConfig(**SMALL, total_timesteps=2048, init_from=str(source),
+                         value_warmup_rollouts=10, eval_interval=0, checkpoint_interval=1024,
+                         seed=2)
+    summary = train(config, tmp_path)
+    assert summary["timesteps"] == 2048
+    before, after = load_policy(source), load_policy(tmp_path / "checkpoints" / "last.zip")
+    actor_before, actor_after = _actor_state(before), _actor_state(after)
+    assert actor_before and actor_before.keys() == actor_after.keys()
+    for name, value in actor_before.items():
+        assert torch.equal(value, actor_after[name]), name
+    critic = [name for name in before.state_dict() if name.startswith("value_net")]
+    assert critic and any(
+        not torch.equal(before.state_dict()[n], after.state_dict()[n]) for n in critic
+    )
+    metadata = read_metadata(tmp_path / "checkpoints" / "last.zip")
+    assert metadata["config"]["init_from"] == str(source)
+    assert metadata["timesteps"] == 2048  # the step count starts fresh
+
+
+def test_init_from__then_ppo_trains_the_actor_too(source, tmp_path):
+    config = TrainConfig(**SMALL, total_timesteps=2048, init_from=str(source),
+                         value_warmup_rollouts=0, eval_interval=0, checkpoint_interval=1024,
+                         seed=2)
+    train(config, tmp_path)
+    before, after = load_policy(source), load_policy(tmp_path / "checkpoints" / "last.zip")
+    actor_before, actor_after = _actor_state(before), _actor_state(after)
+    assert any(not torch.equal(value, actor_after[name]) for name, value in actor_before.items())
+
+
+def test_init_from__skips_the_imitation_teacher(source):
+    # no warm start runs, so a teacher that cannot be built is no error
+    config = TrainConfig(**SMALL, init_from=str(source), imitation_teacher="no-such-agent")
+    check_agent_specs(config)
+    with pytest.raises(TrainConfigError, match="imitation_teacher"):
+        check_agent_specs(TrainConfig(**SMALL, imitation_teacher="no-such-agent"))
+
+
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        ({"net_arch": [64, 64]}, "net_arch [32, 32] (the config asks for [64, 64])"),
+        ({"activation": "tanh"}, "activation 'relu' (the config asks for 'tanh')"),
+        ({"features": "raw"}, "features 'grid' (the config asks for 'raw')"),
+        ({"num_players": 3}, "was trained for other rules: num_players=2 (asked 3)"),
+        ({"rules": "online"}, "was trained for other rules"),
+    ],
+)
+def test_init_from__another_network_or_rules_is_named(source, changes, fragment):
+    config = TrainConfig(**{**SMALL, **changes}, init_from=str(source))
+    with pytest.raises(TrainConfigError) as caught:
+        check_agent_specs(config)
+    message = str(caught.value)
+    assert message.startswith("config key 'init_from': ") and fragment in message, message
+
+
+def test_train_cli__init_from_mistakes_are_one_line_and_write_nothing(source, tmp_path, capsys):
+    corrupt = tmp_path / "corrupt.zip"
+    corrupt.write_bytes(b"not a zip")
+    config = tmp_path / "small.yaml"
+    config.write_text("net_arch: [64, 64]\n")
+    cases = [
+        (["--init-from", str(tmp_path / "missing.zip")], "does not exist"),
+        (["--init-from", str(corrupt)], "corrupt.zip"),
+        (["--init-from", str(source), "--config", str(config)], "net_arch [32, 32]"),
+    ]
+    for extra, fragment in cases:
+        run_dir = tmp_path / "run"
+        code = train_cli.main(["--run-dir", str(run_dir), "--no-progress", *extra])
+        captured = capsys.readouterr()
+        lines = captured.err.splitlines()
+        assert code == 2 and len(lines) == 1, captured.err
+        assert lines[0].startswith("error: config key 'init_from': ") and fragment in lines[0]
+        assert not run_dir.exists()
