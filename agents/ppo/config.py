@@ -418,6 +418,7 @@ _ALLOWED = {
     "net_arch": "a non-empty list of integers >= 1 (hidden layer sizes)",
     "opponent_mix": f"a mapping of opponent kinds ({', '.join(OPPONENT_KINDS)}) to finite "
     "weights >= 0 with a positive sum",
+    "init_from": "null (the imitation warm start) or the path of a checkpoint .zip",
     "imitation_teacher": f"an agent spec ({_SPEC_FORMS})",
     "eval_opponents": f"a non-empty list of distinct agent specs ({_SPEC_FORMS})",
     "expert_search": "'search' or 'search(OPTIONS)' without a base, e.g. "
