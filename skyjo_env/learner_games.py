@@ -869,7 +869,80 @@ def _check_state_values(arrays: dict[str, np.ndarray], batch: BatchState, num_ag
     require(np.isfinite(arrays["games_rewards"]), "games_rewards", "the finite numbers")
 
 
+# ------------------------------------------------------- what both env views export
+
+#: The name the envs' ``export_state`` gives their own default random opponent (the
+#: string is kept as first written: training checkpoints hold it).
+DEFAULT_OPPONENT_KEY = "skyjo_vec_env:default_random"
+
+
+def exported_opponent_key(default: Agent, agent_key: Callable[[Agent], str] | None
+                          ) -> Callable[[Agent], str]:
+    """The ``agent_key`` an env view passes to `LearnerGames.export_state`: its own
+    ``default`` random opponent is `DEFAULT_OPPONENT_KEY`, every other agent is named by
+    the caller's ``agent_key``.
+
+    The returned function raises ``ValueError`` for an agent to name without
+    ``agent_key``, or one that ``agent_key`` names `DEFAULT_OPPONENT_KEY`.
+    """
+
+    def key(agent: Agent) -> str:
+        if agent is default:
+            return DEFAULT_OPPONENT_KEY
+        if agent_key is None:
+            raise ValueError(f"opponent agent {agent_name(agent)!r} needs a name: pass "
+                             f"agent_key to export_state")
+        name = agent_key(agent)
+        if name == DEFAULT_OPPONENT_KEY:
+            raise ValueError(f"agent_key gave opponent agent {agent_name(agent)!r} the "
+                             f"reserved name {DEFAULT_OPPONENT_KEY!r}")
+        return name
+
+    return key
+
+
+def imported_opponent_agent(default: Agent, agent_for_key: Callable[[str], Agent] | None
+                            ) -> Callable[[str], Agent]:
+    """The ``agent_for_key`` an env view passes to `LearnerGames.import_state`, the
+    inverse of `exported_opponent_key` (``ValueError`` for a name to look up without
+    ``agent_for_key``)."""
+
+    def agent(key: str) -> Agent:
+        if key == DEFAULT_OPPONENT_KEY:
+            return default
+        if agent_for_key is None:
+            raise ValueError(f"opponent {key!r} needs an agent: pass agent_for_key to "
+                             f"import_state")
+        return agent_for_key(key)
+
+    return agent
+
+
+def generator_from_state(state: Any, name: str) -> np.random.Generator:
+    """A PCG64 generator in ``state`` (a ``bit_generator.state`` dict).
+
+    Raises:
+        ValueError: ``state`` is not a PCG64 state (naming the meta entry ``name``).
+    """
+    generator = np.random.default_rng()
+    try:
+        generator.bit_generator.state = state
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"state meta {name!r} is not a PCG64 generator state ({error})") from None
+    return generator
+
+
+def require_meta_entries(meta: Any, names: Sequence[str]) -> None:
+    """Raise ``ValueError`` unless ``meta`` is a dict holding every one of ``names``."""
+    if not isinstance(meta, dict):
+        raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
+    for name in names:
+        if name not in meta:
+            raise ValueError(f"state meta has no {name!r}")
+
+
 __all__ = [
+    "DEFAULT_OPPONENT_KEY",
     "EnvNeedsResetError",
     "LearnerGames",
     "OpponentError",
@@ -880,10 +953,14 @@ __all__ = [
     "agent_name",
     "check_learner_actions",
     "collect_events",
+    "exported_opponent_key",
     "gather_opponent_views",
+    "generator_from_state",
+    "imported_opponent_agent",
     "learner_masks",
     "next_streams",
     "observe_games",
     "opponent_seed",
+    "require_meta_entries",
     "start_from_streams",
 ]

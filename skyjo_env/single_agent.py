@@ -6,6 +6,7 @@ Gymnasium only (no PettingZoo).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium
@@ -16,8 +17,16 @@ from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import IllegalActionError, illegal_action_message
 from skyjo_env.core.layout import PHASE, ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.learner_games import LearnerGames, Opponents, opponent_seed
-from skyjo_env.protocol import RandomAgent
+from skyjo_env.learner_games import (
+    LearnerGames,
+    Opponents,
+    exported_opponent_key,
+    generator_from_state,
+    imported_opponent_agent,
+    opponent_seed,
+    require_meta_entries,
+)
+from skyjo_env.protocol import Agent, RandomAgent
 from skyjo_env.render import render_ansi
 from skyjo_env.view_options import observation_box, resolve_rules
 
@@ -154,6 +163,68 @@ class SkyjoGymEnv(gymnasium.Env):
         """Change the opponents from their next decision on (see `LearnerGames.set_opponents`)."""
         self.games.set_opponents(opponents, self.np_random)
         self._owns_opponent = False  # only once the new opponents are in place
+
+    def export_state(self, agent_key: Callable[[Agent], str] | None = None
+                     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Everything this env's future depends on, as plain data (no pickles): to save a
+        game and continue it later, or to try moves from one position.
+
+        The game (`LearnerGames.export_state`), ``np_random`` (the next game seeds and
+        learner seats) and the default random opponent's generator. Other opponent agents
+        are only named (their own state is the caller's to save), and a chooser is not
+        data: `import_state` needs an env with the same one.
+
+        Args:
+            agent_key: Names each opponent agent in use (distinct agents, distinct names);
+                may be None when the only opponent is the env's default random one.
+
+        Returns:
+            ``(meta, arrays)``: a JSON-able dict and named numpy arrays (copies).
+
+        Raises:
+            ValueError: An opponent to name without ``agent_key``, or ``agent_key`` gave a
+                name twice, a non-string or the default opponent's reserved name.
+        """
+        default = self._default_opponent
+        games_meta, arrays = self.games.export_state(exported_opponent_key(default, agent_key))
+        meta = {
+            "games": games_meta,
+            "np_random": self.np_random.bit_generator.state,
+            "owns_opponent": self._owns_opponent,
+            "default_opponent_rng": default.rng.bit_generator.state,
+        }
+        return meta, arrays
+
+    def import_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray],
+                     agent_for_key: Callable[[str], Agent] | None = None) -> None:
+        """Continue from an `export_state` of an env built with the same settings.
+
+        Everything is checked before anything changes: a refused state leaves this env as
+        it was. Stepping (and resetting) then goes on exactly as the exported env would
+        have, given the same opponents in the same state.
+
+        Args:
+            meta: The JSON part of `export_state` (may have been through ``json``).
+            arrays: Its arrays by name.
+            agent_for_key: Returns the agent for each opponent name other than the default
+                random opponent's (None when there is no other).
+
+        Raises:
+            ValueError: One line naming the bad entry or array (see
+                `LearnerGames.import_state`) or generator state.
+        """
+        require_meta_entries(meta, ("games", "np_random", "owns_opponent", "default_opponent_rng"))
+        np_random = generator_from_state(meta["np_random"], "np_random")
+        opponent_rng = generator_from_state(meta["default_opponent_rng"], "default_opponent_rng")
+        if not isinstance(meta["owns_opponent"], bool):
+            raise ValueError(f"state meta 'owns_opponent' must be a bool, got "
+                             f"{meta['owns_opponent']!r}")
+        default = self._default_opponent
+        self.games.import_state(meta["games"], arrays,
+                                imported_opponent_agent(default, agent_for_key))
+        self.np_random = np_random
+        default.rng = opponent_rng
+        self._owns_opponent = meta["owns_opponent"]
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None

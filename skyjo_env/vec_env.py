@@ -29,11 +29,15 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 from skyjo_env.core.layout import ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.learner_games import (
+    DEFAULT_OPPONENT_KEY,
     LearnerGames,
     Opponents,
-    agent_name,
+    exported_opponent_key,
+    generator_from_state,
+    imported_opponent_agent,
     integer_actions,
     opponent_seed,
+    require_meta_entries,
 )
 from skyjo_env.protocol import Agent, RandomAgent
 from skyjo_env.render import render_ansi
@@ -187,20 +191,7 @@ class SkyjoVecEnv(VecEnv):
             raise RuntimeError("export_state between step_async and step_wait: call "
                                "step_wait first")
         default = self._default_opponent
-
-        def key(agent: Agent) -> str:
-            if agent is default:
-                return DEFAULT_OPPONENT_KEY
-            if agent_key is None:
-                raise ValueError(f"opponent agent {agent_name(agent)!r} needs a name: pass "
-                                 f"agent_key to export_state")
-            name = agent_key(agent)
-            if name == DEFAULT_OPPONENT_KEY:
-                raise ValueError(f"agent_key gave opponent agent {agent_name(agent)!r} the "
-                                 f"reserved name {DEFAULT_OPPONENT_KEY!r}")
-            return name
-
-        games_meta, arrays = self.games.export_state(key)
+        games_meta, arrays = self.games.export_state(exported_opponent_key(default, agent_key))
         meta = {
             "games": games_meta,
             "rng": self._rng.bit_generator.state,
@@ -229,13 +220,10 @@ class SkyjoVecEnv(VecEnv):
             ValueError: One line naming the bad entry or array (see
                 `LearnerGames.import_state`) or generator state.
         """
-        if not isinstance(meta, dict):
-            raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
-        for name in ("games", "rng", "seeds", "started", "owns_opponent", "default_opponent_rng"):
-            if name not in meta:
-                raise ValueError(f"state meta has no {name!r}")
-        rng = _generator_from_state(meta["rng"], "rng")
-        opponent_rng = _generator_from_state(meta["default_opponent_rng"], "default_opponent_rng")
+        require_meta_entries(
+            meta, ("games", "rng", "seeds", "started", "owns_opponent", "default_opponent_rng"))
+        rng = generator_from_state(meta["rng"], "rng")
+        opponent_rng = generator_from_state(meta["default_opponent_rng"], "default_opponent_rng")
         seeds = meta["seeds"]
         if not (isinstance(seeds, list) and len(seeds) == self.num_envs
                 and (all(s is None for s in seeds) or all(_is_seed(s) for s in seeds))):
@@ -245,16 +233,8 @@ class SkyjoVecEnv(VecEnv):
             if not isinstance(meta[name], bool):
                 raise ValueError(f"state meta {name!r} must be a bool, got {meta[name]!r}")
         default = self._default_opponent
-
-        def agent(key: str) -> Agent:
-            if key == DEFAULT_OPPONENT_KEY:
-                return default
-            if agent_for_key is None:
-                raise ValueError(f"opponent {key!r} needs an agent: pass agent_for_key to "
-                                 f"import_state")
-            return agent_for_key(key)
-
-        self.games.import_state(meta["games"], arrays, agent)
+        self.games.import_state(meta["games"], arrays,
+                                imported_opponent_agent(default, agent_for_key))
         self._rng = rng
         default.rng = opponent_rng
         self._seeds = list(seeds)
@@ -407,26 +387,8 @@ class SkyjoVecEnv(VecEnv):
         return text
 
 
-#: The name `SkyjoVecEnv.export_state` gives the env's own default random opponent.
-DEFAULT_OPPONENT_KEY = "skyjo_vec_env:default_random"
-
-
 def _is_seed(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _generator_from_state(state: Any, name: str) -> np.random.Generator:
-    """A PCG64 generator in ``state`` (a ``bit_generator.state`` dict).
-
-    Raises:
-        ValueError: ``state`` is not a PCG64 state (naming the meta entry ``name``).
-    """
-    generator = np.random.default_rng()
-    try:
-        generator.bit_generator.state = state
-    except (TypeError, ValueError, KeyError) as error:
-        raise ValueError(f"state meta {name!r} is not a PCG64 generator state ({error})") from None
-    return generator
 
 
 __all__ = ["DEFAULT_OPPONENT_KEY", "SkyjoVecEnv"]

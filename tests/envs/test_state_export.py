@@ -1,5 +1,6 @@
-"""State export/import of the batched envs: an imported env steps exactly like the exported
-one, and a damaged state is refused with a named error before anything changes."""
+"""State export/import of the batched VecEnv and the single-agent Gym view: an imported env
+steps exactly like the exported one, and a damaged state is refused with a named error
+before anything changes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from skyjo_env import RandomAgent, SkyjoVecEnv
 from skyjo_env.core.layout import CURRENT, DRAW_SIZE
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import sample_legal
+from skyjo_env.single_agent import SkyjoGymEnv
 
 RULES = SkyjoRules(num_players=3, target_score=40)
 NUM_ENVS = 6
@@ -158,3 +160,101 @@ def test_vec_env_export_state__unnamed_opponent_refused():
     env.step_async(np.zeros(2, np.int64))
     with pytest.raises(RuntimeError, match="between step_async and step_wait"):
         env.export_state(lambda agent: "x")
+
+
+# ------------------------------------------------------------------ the Gym view
+
+
+def _play_gym(env: SkyjoGymEnv, actions_rng: np.random.Generator, steps: int) -> list:
+    """``steps`` legal learner moves (resetting after an episode end, without a seed: the
+    env's own ``np_random`` picks the next game and seat); every step's output."""
+    seen = []
+    for _ in range(steps):
+        observation, reward, terminated, truncated, info = env.step(
+            int(sample_legal(env.action_masks()[None], actions_rng)[0]))
+        seen.append((observation, reward, terminated, truncated, info))
+        if terminated or truncated:
+            seen.append(env.reset())
+    return seen
+
+
+def _copy_generator(rng: np.random.Generator) -> np.random.Generator:
+    copy = np.random.default_rng()
+    copy.bit_generator.state = rng.bit_generator.state
+    return copy
+
+
+def _assert_same_outputs(expected: list, got: list) -> None:
+    assert len(got) == len(expected)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have[0], want[0])
+        assert have[1:] == want[1:]
+
+
+def test_gym_env_export_state__imported_env_plays_and_resets_identically():
+    agents = _agents(100)
+    source = SkyjoGymEnv(rules=RULES, opponents=[agents["greedy"], agents["random"]])
+    source.reset(seed=3)
+    actions_rng = np.random.default_rng(5)
+    _play_gym(source, actions_rng, 25)
+    meta, arrays = source.export_state(_key_of(agents))
+    meta = json.loads(json.dumps(meta))
+    copies = _agents(999)
+    target = SkyjoGymEnv(rules=RULES, opponents=[copies["greedy"], copies["random"]])
+    target.reset(seed=77)  # another game: the import must replace it
+    target.import_state(meta, arrays, copies.__getitem__)
+    copies["random"].rng.bit_generator.state = agents["random"].rng.bit_generator.state
+    np.testing.assert_array_equal(target.action_masks(), source.action_masks())
+    assert target.learner_seat == source.learner_seat
+    target_rng = _copy_generator(actions_rng)
+    expected = _play_gym(source, actions_rng, 400)
+    got = _play_gym(target, target_rng, 400)
+    assert sum(len(entry) == 2 for entry in expected) >= 2  # games ended and were redealt
+    _assert_same_outputs(expected, got)
+
+
+def test_gym_env_export_state__default_opponent_round_trips():
+    source = SkyjoGymEnv(rules=RULES)
+    source.reset(seed=8)
+    actions_rng = np.random.default_rng(1)
+    _play_gym(source, actions_rng, 10)
+    meta, arrays = source.export_state()
+    target = SkyjoGymEnv(rules=RULES)
+    target.import_state(json.loads(json.dumps(meta)), arrays)
+    target_rng = _copy_generator(actions_rng)
+    _assert_same_outputs(_play_gym(source, actions_rng, 200), _play_gym(target, target_rng, 200))
+
+
+def test_gym_env_import_state__refused_state_is_named_and_changes_nothing():
+    source = SkyjoGymEnv(rules=RULES)
+    source.reset(seed=8)
+    meta, arrays = source.export_state()
+    target = SkyjoGymEnv(rules=RULES)
+    before, _ = target.reset(seed=9)
+    seat = target.learner_seat
+    cases = [
+        ({k: v for k, v in meta.items() if k != "np_random"}, arrays, "state meta has no 'np_random'"),
+        ({**meta, "np_random": {"bit_generator": "MT19937"}}, arrays,
+         "state meta 'np_random' is not a PCG64 generator state"),
+        ({**meta, "owns_opponent": "yes"}, arrays, "state meta 'owns_opponent' must be a bool"),
+        (meta, _damaged(arrays, "games_learner_seat", _set(0, 7)),
+         "'games_learner_seat' holds values outside"),
+        ("not a dict", arrays, "state meta must be a dict, got str"),
+    ]
+    for bad_meta, bad_arrays, message in cases:
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            target.import_state(bad_meta, bad_arrays)
+        np.testing.assert_array_equal(target._observation(), before)
+        assert target.learner_seat == seat
+    other = SkyjoGymEnv(rules=RULES.replace(target_score=41))
+    with pytest.raises(ValueError, match="state meta 'rules' is"):
+        other.import_state(meta, arrays)
+
+
+def test_gym_env_export_state__unnamed_opponent_refused():
+    env = SkyjoGymEnv(rules=RULES, opponents=RandomAgent(0, name="mine"))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="opponent agent 'mine' needs a name"):
+        env.export_state()
+    with pytest.raises(ValueError, match="reserved name"):
+        env.export_state(lambda agent: "skyjo_vec_env:default_random")
