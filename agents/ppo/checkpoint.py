@@ -144,7 +144,7 @@ def describe_policy(policy) -> dict[str, Any]:
     checkpoint's metadata has no training config to derive it from)."""
     import torch
 
-    from agents.ppo.features import GridFeaturesExtractor
+    from agents.ppo.features import features_name
 
     net_arch = policy.net_arch
     layers = net_arch["pi"] if isinstance(net_arch, Mapping) else net_arch
@@ -152,7 +152,7 @@ def describe_policy(policy) -> dict[str, Any]:
     return {
         "net_arch": [int(n) for n in layers],
         "activation": names.get(policy.activation_fn, repr(policy.activation_fn)),
-        "features": "grid" if isinstance(policy.features_extractor, GridFeaturesExtractor) else "raw",
+        "features": features_name(policy.features_extractor),
     }
 
 
@@ -207,6 +207,7 @@ def build_policy(
     from gymnasium import spaces
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
+    from agents.ppo.features import features_extractor_kwargs
     from skyjo_env.view_options import observation_box
 
     architecture = policy_architecture(metadata, path)
@@ -228,11 +229,7 @@ def build_policy(
         "net_arch": {"pi": list(layers), "vf": list(layers)},
         "activation_fn": {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[architecture["activation"]],
     }
-    if architecture["features"] == "grid":
-        from agents.ppo.features import GridFeaturesExtractor
-
-        policy_kwargs["features_extractor_class"] = GridFeaturesExtractor
-        policy_kwargs["features_extractor_kwargs"] = {"rules": rules.to_dict()}
+    policy_kwargs.update(features_extractor_kwargs(architecture["features"], rules))
     # the random initialisation is overwritten by the loaded weights: keep it from
     # shifting the caller's torch random stream
     with torch.random.fork_rng(devices=[]):
@@ -416,24 +413,30 @@ def check_initial_network(
     path: str | Path, rules: SkyjoRules, architecture: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Check that a checkpoint can start a training run (``init_from``) of ``rules`` whose
-    config builds ``architecture`` (`TrainConfig.policy_architecture`).
+    config builds ``architecture`` (`TrainConfig.policy_architecture`): the same rules,
+    net_arch and activation, and the same network input or an earlier kind of it (the
+    `FEATURES` each extend the one before: see `widened_state`).
 
     Returns:
         The checkpoint's metadata.
 
     Raises:
         CheckpointError: The file is missing or corrupt, was trained for other rules or
-            another observation layout, or has another net_arch, activation or features
-            (each difference named).
+            another observation layout, or has another net_arch or activation, or a later
+            kind of features (each difference named).
     """
     metadata = read_metadata(path)
     check_compatible(metadata, rules, path)
     saved = policy_architecture(metadata, path)
     differing = [
         f"{key} {saved[key]!r} (the config asks for {architecture[key]!r})"
-        for key in ("net_arch", "activation", "features")
+        for key in ("net_arch", "activation")
         if saved[key] != architecture[key]
     ]
+    if FEATURES.index(saved["features"]) > FEATURES.index(architecture["features"]):
+        # an earlier kind is widened (`widened_state`); a later one would lose inputs
+        differing.append(f"features {saved['features']!r} (the config asks for "
+                         f"{architecture['features']!r}, which lacks some of its inputs)")
     if differing:
         raise CheckpointError(
             f"{_where(path)} is another network: " + ", ".join(differing)
@@ -442,9 +445,33 @@ def check_initial_network(
     return metadata
 
 
-def load_policy_weights(path: str | Path, policy) -> None:
+def widened_state(saved: Mapping[str, Any], expected: Mapping[str, Any]) -> dict[str, Any]:
+    """A policy state_dict of a network with fewer input features, made to fit one with
+    more: the first layer of the actor and of the critic (``mlp_extractor.*.0.weight``,
+    (H, D) for D inputs) gets zero weights for the inputs the saved network lacked.
+
+    The `FEATURES` kinds each append columns to the one before, so the widened network
+    computes exactly what the saved one did, and training learns to use the new inputs.
+    Every other entry is returned as it is (and checked by the caller).
+    """
+    import torch
+
+    widened = dict(saved)
+    for key, value in saved.items():
+        target = expected.get(key)
+        if (key.startswith("mlp_extractor.") and key.endswith(".0.weight")
+                and isinstance(value, torch.Tensor) and isinstance(target, torch.Tensor)
+                and value.ndim == 2 and target.ndim == 2 and value.shape[0] == target.shape[0]
+                and value.shape[1] < target.shape[1]):
+            widened[key] = torch.cat(
+                [value, value.new_zeros(value.shape[0], target.shape[1] - value.shape[1])], dim=1)
+    return widened
+
+
+def load_policy_weights(path: str | Path, policy, widen: bool = False) -> None:
     """Load a checkpoint's policy weights (actor, critic, features) into ``policy``, a
-    MaskableActorCriticPolicy of the same architecture; its optimizer is left alone.
+    MaskableActorCriticPolicy of the same architecture (with ``widen``, or of more input
+    features: `widened_state`); its optimizer is left alone.
 
     The tensors are read with ``weights_only=True`` and checked against ``policy`` first,
     so on an error ``policy`` is unchanged.
@@ -454,6 +481,8 @@ def load_policy_weights(path: str | Path, policy) -> None:
             fit ``policy``.
     """
     state = _load_tensors(path, POLICY_MEMBER)
+    if widen and isinstance(state, Mapping):
+        state = widened_state(state, policy.state_dict())
     _check_state(policy.state_dict(), state, POLICY_MEMBER, path)
     policy.load_state_dict(state)
 

@@ -175,20 +175,107 @@ class GridFeatures(torch.nn.Module):
         return torch.gather(padded, 1, torch.take(self._lookup, offset))
 
 
+class FeedingFeatures(torch.nn.Module):
+    """Maps observations float32 (N, O) to what this seat's next discard would give the
+    next seat (the one that may take it), float32 (N, S + 2):
+
+    ========================  ======  =======================================================
+    feature                   size    content
+    ========================  ======  =======================================================
+    ``slot_feeds``            S       1 where the own face-up card at ``s``, swapped out to
+                                      the discard pile, would let the next seat clear a line
+                                      (its other cards of that line face up and equal to it)
+    ``held_feeds``            1       the same for the held card (0 when not known)
+    ``hidden_feed_chance``    1       the chance (card counting) that an unseen card, e.g.
+                                      a face-down one swapped out, would
+    ========================  ======  =======================================================
+
+    The next seat's grid is the first opponent block of the observation (opponents are in
+    relative seat order). Like `GridFeatures`, a function of the observation only.
+    """
+
+    def __init__(self, rules: SkyjoRules):
+        super().__init__()
+        layout = ObservationLayout(rules)
+        cut = layout.describe()
+        self.num_slots = slots = rules.num_slots
+        self.scale = layout.value_scale
+        self.mate_counts = []
+        for index, mates in enumerate(line_mates(rules)):
+            self.mate_counts.append(mates.shape[1])
+            self._buffer(f"_mates{index}", mates.reshape(-1))
+
+        def next_seat(piece: slice) -> slice:
+            return slice(piece.start, piece.start + slots)
+
+        numbers = [cut["own_values"], cut["held_card"], next_seat(cut["opponent_values"]),
+                   cut["unseen_counts"]]
+        flags = [cut["own_hidden"], cut["own_cleared"], cut["has_held_card"],
+                 next_seat(cut["opponent_hidden"]), next_seat(cut["opponent_cleared"])]
+        self._buffer("_number_index", _indices(numbers))
+        self._buffer("_flag_index", _indices(flags))
+        self._buffer("_number_scale", np.concatenate([
+            np.full(2 * slots + 1, self.scale, np.float32),
+            np.asarray(rules.card_counts, np.float32)]))
+        self._buffer("_values", rules.card_values.astype(np.float32))
+        self._buffer("_nan", np.full((), np.nan, np.float32))
+
+    def _buffer(self, name: str, array: np.ndarray) -> None:
+        self.register_buffer(name, torch.as_tensor(array), persistent=False)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Feeding features of a batch of observations (see the class docstring)."""
+        batch, slots, nan = obs.shape[0], self.num_slots, self._nan
+        numbers = torch.round(obs.index_select(1, self._number_index) * self._number_scale)
+        flags = obs.index_select(1, self._flag_index) > 0.5
+        own, held = numbers[:, :slots], numbers[:, slots:slots + 1]
+        upcoming, unseen = numbers[:, slots + 1:2 * slots + 1], numbers[:, 2 * slots + 1:]
+        own_hidden, own_cleared = flags[:, :slots], flags[:, slots:2 * slots]
+        has_held = flags[:, 2 * slots:2 * slots + 1]
+        next_hidden, next_cleared = flags[:, 2 * slots + 1:3 * slots + 1], flags[:, 3 * slots + 1:]
+        next_up = torch.where(next_hidden | next_cleared, nan, upcoming)  # nan equals nothing
+        # for each line kind and next-seat slot: the value that, placed there, clears the
+        # line (its mates face up and equal; the slot itself not cleared), else nan
+        completing = []
+        for index, count in enumerate(self.mate_counts):
+            mates = next_up.index_select(1, getattr(self, f"_mates{index}")).view(batch, slots, count)
+            same = (mates == mates[:, :, :1]).all(dim=2) & ~next_cleared
+            completing.append(torch.where(same, mates[:, :, 0], nan))
+        if completing:
+            wanted = torch.cat(completing, dim=1)[:, None, :]  # (N, 1, K)
+        else:  # no line clears under these rules
+            wanted = torch.full((batch, 1, 1), float("nan"))
+        own_up = torch.where(own_hidden | own_cleared, nan, own)
+        slot_feeds = (own_up[:, :, None] == wanted).any(dim=2)
+        held_feeds = (held[:, :, None] == wanted).any(dim=2) & has_held
+        value_feeds = (self._values[None, :, None] == wanted).any(dim=2)  # (N, V)
+        probs = unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
+        chance = (probs * value_feeds).sum(dim=1, keepdim=True)
+        return torch.cat([slot_feeds.float(), held_feeds.float(), chance], dim=1)
+
+
+def feeding_feature_size(rules: SkyjoRules) -> int:
+    """Extra features `FeedingFeatures` gives (S + 2)."""
+    return rules.num_slots + 2
+
+
 def _indices(pieces: list[slice]) -> np.ndarray:
     """int64 indices of the observation covered by ``pieces``, in order."""
     return np.concatenate([np.arange(p.start, p.stop) for p in pieces]).astype(np.int64)
 
 
 class GridFeaturesExtractor(BaseFeaturesExtractor):
-    """SB3 features extractor: the observation followed by its `GridFeatures`.
+    """SB3 features extractor: the observation followed by its `GridFeatures` and, with
+    ``feeding``, its `FeedingFeatures`.
 
     Args:
         observation_space: Box of shape (O,), the env's observation space.
         rules: ``SkyjoRules.to_dict()`` of the env (plain data, so SB3 can store it).
+        feeding: Append the `FeedingFeatures` (``features: grid_feeding``).
     """
 
-    def __init__(self, observation_space: spaces.Box, rules: dict[str, Any]):
+    def __init__(self, observation_space: spaces.Box, rules: dict[str, Any],
+                 feeding: bool = False):
         parsed = SkyjoRules.from_dict(rules)
         size = int(np.prod(observation_space.shape))
         if size != ObservationLayout(parsed).size:
@@ -196,9 +283,31 @@ class GridFeaturesExtractor(BaseFeaturesExtractor):
                 f"GridFeaturesExtractor: the observation space has {size} features but the "
                 f"rules give {ObservationLayout(parsed).size}"
             )
-        super().__init__(observation_space, features_dim=size + grid_feature_size(parsed))
+        extra = grid_feature_size(parsed) + (feeding_feature_size(parsed) if feeding else 0)
+        super().__init__(observation_space, features_dim=size + extra)
         self.grid = GridFeatures(parsed)
+        self.feeding = FeedingFeatures(parsed) if feeding else None
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        """float32 (N, O) -> float32 (N, O + 7·S + 1)."""
-        return torch.cat([observations, self.grid(observations)], dim=1)
+        """float32 (N, O) -> float32 (N, O + 7·S + 1), or (N, O + 8·S + 3) with ``feeding``."""
+        parts = [observations, self.grid(observations)]
+        if self.feeding is not None:
+            parts.append(self.feeding(observations))
+        return torch.cat(parts, dim=1)
+
+
+def features_extractor_kwargs(features: str, rules: SkyjoRules) -> dict[str, Any]:
+    """The ``policy_kwargs`` entries that give a policy the network input ``features``
+    (``raw``, ``grid`` or ``grid_feeding``; see `agents.ppo.config.TrainConfig.features`)."""
+    if features == "raw":
+        return {}
+    return {"features_extractor_class": GridFeaturesExtractor,
+            "features_extractor_kwargs": {"rules": rules.to_dict(),
+                                          "feeding": features == "grid_feeding"}}
+
+
+def features_name(extractor: torch.nn.Module) -> str:
+    """The ``features`` name of a built policy's features extractor."""
+    if not isinstance(extractor, GridFeaturesExtractor):
+        return "raw"
+    return "grid" if extractor.feeding is None else "grid_feeding"

@@ -388,17 +388,15 @@ class Trainer:
         import torch
         from sb3_contrib import MaskablePPO
 
+        from agents.ppo.features import features_extractor_kwargs
+
         config = self.config
         start, end = config.learning_rate, config.learning_rate_final
         policy_kwargs = {
             "net_arch": {"pi": list(config.net_arch), "vf": list(config.net_arch)},
             "activation_fn": {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[config.activation],
         }
-        if config.features == "grid":
-            from agents.ppo.features import GridFeaturesExtractor
-
-            policy_kwargs["features_extractor_class"] = GridFeaturesExtractor
-            policy_kwargs["features_extractor_kwargs"] = {"rules": self.rules.to_dict()}
+        policy_kwargs.update(features_extractor_kwargs(config.features, self.rules))
         # seed= goes through SB3's public set_random_seed: python, numpy and torch global
         # generators, the action space, and env.seed(seed) (the VecEnv's documented seeding)
         return MaskablePPO(
@@ -616,13 +614,14 @@ class Trainer:
     # warm starts: a saved network or imitation
     def start_from_network(self) -> None:
         """Load ``init_from``'s actor and critic into the fresh model (checked first: see
-        `agents.ppo.checkpoint.check_initial_network`); the value warm-up rollouts
-        follow, since this run's reward or shaping may differ from the network's."""
+        `agents.ppo.checkpoint.check_initial_network`; a network of an earlier kind of
+        ``features`` is widened with zero weights for the new inputs); the value warm-up
+        rollouts follow, since this run's reward or shaping may differ from the network's."""
         from agents.ppo.checkpoint import check_initial_network, load_policy_weights
 
         path = self.config.init_from
         metadata = check_initial_network(path, self.rules, self.config.policy_architecture())
-        load_policy_weights(path, self.model.policy)
+        load_policy_weights(path, self.model.policy, widen=True)
         self.warmup_rollouts = self.config.value_warmup_rollouts
         if self.config.progress:
             print(f"warm start: the network of {path} ({metadata.get('timesteps', 0):,} steps)")

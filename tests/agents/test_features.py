@@ -9,13 +9,15 @@ from gymnasium import spaces
 
 from agents.ppo.features import (
     SLOT_FEATURES,
+    FeedingFeatures,
     GridFeatures,
     GridFeaturesExtractor,
+    feeding_feature_size,
     grid_feature_size,
     line_mates,
 )
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.encoding import ObservationLayout
+from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 
 RULES = SkyjoRules()  # 3 x 4 grid, slot = row * 4 + column; columns clear
 SCALE = 12.0
@@ -111,3 +113,118 @@ def test_extractor__appends_the_features_to_the_observation():
 def test_extractor__observation_size_of_other_rules_is_an_error():
     with pytest.raises(ValueError, match="observation space has 5 features"):
         GridFeaturesExtractor(spaces.Box(-1, 1, (5,), np.float32), RULES.to_dict())
+
+
+# ------------------------------------------------------------ feeding features
+
+
+def with_next_seat(obs: np.ndarray, values: dict[int, int], hidden: set[int],
+                   cleared: set[int], rules: SkyjoRules = RULES, block: int = 0) -> np.ndarray:
+    """``obs`` with opponent block ``block`` (0: the next seat) set to the given grid."""
+    piece = ObservationLayout(rules).describe()
+    start = block * rules.num_slots
+    obs = obs.copy()
+    for slot, value in values.items():
+        obs[piece["opponent_values"].start + start + slot] = value / SCALE
+    for slot in hidden:
+        obs[piece["opponent_hidden"].start + start + slot] = 1.0
+    for slot in cleared:
+        obs[piece["opponent_cleared"].start + start + slot] = 1.0
+    return obs
+
+
+# the next seat: column 0 = a face-up pair of 5s over a face-down card (a 5 clears it);
+# column 1 = a face-up 7 and 2 over a face-up 9 (a 7 and a 2 do not); column 2: 1s over
+# a face-up 4 (a 1 placed on the 4 clears it); column 3 cleared
+NEXT = dict(values={0: 5, 4: 5, 1: 7, 5: 2, 9: 9, 2: 1, 6: 1, 10: 4}, hidden={8},
+            cleared={3, 7, 11})
+
+
+def feeding_of(obs: np.ndarray, rules: SkyjoRules = RULES) -> tuple[np.ndarray, float, float]:
+    out = FeedingFeatures(rules)(torch.as_tensor(obs[None])).numpy()[0]
+    slots = rules.num_slots
+    return out[:slots], float(out[slots]), float(out[slots + 1])
+
+
+def test_feeding_features__cards_that_complete_the_next_seats_columns():
+    obs = with_next_seat(observation(**GRID, discard=0, held=1), **NEXT)
+    slot_feeds, held_feeds, chance = feeding_of(obs)
+    # own face-up 5s (slots 0 and 4) feed column 0; the 7 at slot 1 does not (column 1
+    # holds a 7 and a 2); the face-up 1 at slot 2 feeds column 2
+    assert slot_feeds.tolist() == [1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert held_feeds == 1.0
+    # a 5 or a 1 feeds: 10 + 10 of the 150 unseen cards
+    assert chance == pytest.approx(20 / 150)
+
+
+def test_feeding_features__unknown_held_card_face_down_and_cleared_slots_feed_nothing():
+    obs = with_next_seat(observation(own={0: 5}, hidden={1, 2}, cleared={4, 8}, discard=5), **NEXT)
+    slot_feeds, held_feeds, _ = feeding_of(obs)
+    assert slot_feeds.tolist() == [1] + [0] * 11
+    assert held_feeds == 0.0
+
+
+def test_feeding_features__only_the_next_seat_counts():
+    rules = SkyjoRules(num_players=3)
+    base = np.zeros(ObservationLayout(rules).size, np.float32)
+    piece = ObservationLayout(rules).describe()
+    base[piece["own_values"].start] = 5 / SCALE
+    base[piece["unseen_counts"]] = 1.0
+    after_next = with_next_seat(base, **NEXT, rules=rules, block=1)
+    assert feeding_of(after_next, rules)[0][0] == 0.0
+    assert feeding_of(with_next_seat(base, **NEXT, rules=rules), rules)[0][0] == 1.0
+
+
+def _feeding_by_hand(decoded: dict, row: int, rules: SkyjoRules) -> np.ndarray:
+    """The feeding features of one decoded observation, slot by slot and line by line."""
+    slots = rules.num_slots
+    values = decoded["opponent_values"][row, 0]
+    hidden, cleared = decoded["opponent_hidden"][row, 0], decoded["opponent_cleared"][row, 0]
+    wanted = set()
+    for mates in line_mates(rules):
+        for slot in range(slots):
+            others = mates[slot]
+            if cleared[slot] or hidden[others].any() or cleared[others].any():
+                continue
+            if len(set(values[others].tolist())) == 1:
+                wanted.add(int(values[others[0]]))
+    own_up = ~(decoded["own_hidden"][row] | decoded["own_cleared"][row])
+    slot_feeds = [float(own_up[s] and int(decoded["own_values"][row, s]) in wanted)
+                  for s in range(slots)]
+    held = float(bool(decoded["has_held_card"][row]) and int(decoded["held_card"][row]) in wanted)
+    counts = decoded["unseen_counts"][row]
+    chance = sum(c for v, c in zip(rules.card_values.tolist(), counts.tolist(), strict=True)
+                 if v in wanted) / max(counts.sum(), 1)
+    return np.array([*slot_feeds, held, chance], np.float32)
+
+
+@pytest.mark.parametrize("rules", [
+    SkyjoRules(),
+    SkyjoRules(num_players=3),
+    SkyjoRules(column_elimination=False, row_elimination=True),
+    SkyjoRules(row_elimination=True),
+])
+def test_feeding_features__equal_the_by_hand_rule_over_played_games(rules):
+    from agents.ppo.imitation import collect_demonstrations
+    from agents.registry import make_agent
+
+    observations, _, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
+                                                games=6, seed=3)
+    decoded = ObservationEncoder(rules).decode(observations)
+    got = FeedingFeatures(rules)(torch.as_tensor(observations)).numpy()
+    expected = np.stack([_feeding_by_hand(decoded, row, rules) for row in range(len(got))])
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert expected[:, :rules.num_slots].sum() > 10  # the rule fired in these games
+    assert expected[:, -1].max() > 0
+
+
+def test_extractor__feeding_appends_to_the_grid_features():
+    size = ObservationLayout(RULES).size
+    space = spaces.Box(-1, 1, (size,), np.float32)
+    plain = GridFeaturesExtractor(space, RULES.to_dict())
+    feeding = GridFeaturesExtractor(space, RULES.to_dict(), feeding=True)
+    assert feeding.features_dim == plain.features_dim + feeding_feature_size(RULES)
+    obs = torch.as_tensor(with_next_seat(observation(**GRID, discard=5), **NEXT)[None])
+    out = feeding(obs)
+    assert torch.equal(out[:, :plain.features_dim], plain(obs))
+    assert torch.equal(out[:, plain.features_dim:], FeedingFeatures(RULES)(obs))

@@ -83,7 +83,7 @@ def test_init_from__skips_the_imitation_teacher(source):
     [
         ({"net_arch": [64, 64]}, "net_arch [32, 32] (the config asks for [64, 64])"),
         ({"activation": "tanh"}, "activation 'relu' (the config asks for 'tanh')"),
-        ({"features": "raw"}, "features 'grid' (the config asks for 'raw')"),
+        ({"features": "raw"}, "features 'grid' (the config asks for 'raw', which lacks"),
         ({"num_players": 3}, "was trained for other rules: num_players=2 (asked 3)"),
         ({"rules": "online"}, "was trained for other rules"),
     ],
@@ -114,3 +114,39 @@ def test_train_cli__init_from_mistakes_are_one_line_and_write_nothing(source, tm
         assert code == 2 and len(lines) == 1, captured.err
         assert lines[0].startswith("error: config key 'init_from': ") and fragment in lines[0]
         assert not run_dir.exists()
+
+
+def test_init_from__widens_a_grid_network_into_grid_feeding(source, tmp_path):
+    # the new inputs start with zero weights: the frozen actor plays exactly as before
+    from agents.ppo.imitation import collect_demonstrations
+    from agents.ppo.inference import MaskedActor
+    from agents.registry import make_agent
+    from skyjo_env.core.rules import SkyjoRules
+
+    config = TrainConfig(**{**SMALL, "features": "grid_feeding"}, total_timesteps=1024,
+                         init_from=str(source), value_warmup_rollouts=10, eval_interval=0,
+                         checkpoint_interval=1024, seed=2)
+    train(config, tmp_path)
+    widened = load_policy(tmp_path / "checkpoints" / "last.zip")
+    assert read_metadata(tmp_path / "checkpoints" / "last.zip")["policy"]["features"] == "grid_feeding"
+    before = load_policy(source)
+    first = "mlp_extractor.policy_net.0.weight"
+    old, new = before.state_dict()[first], widened.state_dict()[first]
+    assert new.shape == (old.shape[0], old.shape[1] + 12 + 2)
+    assert torch.equal(new[:, :old.shape[1]], old) and not new[:, old.shape[1]:].any()
+    rules = SkyjoRules()
+    observations, masks, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
+                                                    games=4, seed=0)
+    obs, legal = torch.as_tensor(observations), torch.as_tensor(masks)
+    with torch.no_grad():
+        torch.testing.assert_close(MaskedActor(widened).masked_logits(obs, legal),
+                                   MaskedActor(before).masked_logits(obs, legal))
+
+
+def test_init_from__a_grid_feeding_network_cannot_start_a_grid_run(source, tmp_path):
+    wide = tmp_path / "wide"
+    train(TrainConfig(**{**SMALL, "features": "grid_feeding"}, total_timesteps=512,
+                      imitation_games=0, eval_interval=0, checkpoint_interval=512), wide)
+    config = TrainConfig(**SMALL, init_from=str(wide / "checkpoints" / "last.zip"))
+    with pytest.raises(TrainConfigError, match="features 'grid_feeding' .*lacks some of its inputs"):
+        check_agent_specs(config)
