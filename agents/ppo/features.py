@@ -177,7 +177,8 @@ class GridFeatures(torch.nn.Module):
 
 class FeedingFeatures(torch.nn.Module):
     """Maps observations float32 (N, O) to what this seat's next discard would give the
-    next seat (the one that may take it), float32 (N, S + 2):
+    next seat (the one that may take it), float32 (N, S + 2), and with ``waits`` also
+    which cards its own lines wait for, float32 (N, 2·S + 3):
 
     ========================  ======  =======================================================
     feature                   size    content
@@ -187,19 +188,28 @@ class FeedingFeatures(torch.nn.Module):
                                       (its other cards of that line face up and equal to it)
     ``held_feeds``            1       the same for the held card (0 when not known)
     ``hidden_feed_chance``    1       the chance (card counting) that an unseen card, e.g.
-                                      a face-down one swapped out, would
+                                      a face-down one swapped out, would let it clear one
+    ``place_clear_chance``    S       (``waits``) for an own slot whose line-mates are face up
+                                      and equal: the chance that an unseen card has their
+                                      value, i.e. that a drawn card placed there (or the
+                                      face-down card there, revealed) clears the line
+    ``draw_clear_chance``     1       (``waits``) the chance that an unseen card clears at
+                                      least one own line
     ========================  ======  =======================================================
 
-    The next seat's grid is the first opponent block of the observation (opponents are in
-    relative seat order). Like `GridFeatures`, a function of the observation only.
+    Matching a pair's value against the unseen-card counts is a lookup an MLP learns
+    badly, as it does equality. The next seat's grid is the first opponent block of the
+    observation (opponents are in relative seat order). Like `GridFeatures`, a function
+    of the observation only.
     """
 
-    def __init__(self, rules: SkyjoRules):
+    def __init__(self, rules: SkyjoRules, waits: bool = False):
         super().__init__()
         layout = ObservationLayout(rules)
         cut = layout.describe()
         self.num_slots = slots = rules.num_slots
         self.scale = layout.value_scale
+        self.waits = waits
         self.mate_counts = []
         for index, mates in enumerate(line_mates(rules)):
             self.mate_counts.append(mates.shape[1])
@@ -223,8 +233,27 @@ class FeedingFeatures(torch.nn.Module):
     def _buffer(self, name: str, array: np.ndarray) -> None:
         self.register_buffer(name, torch.as_tensor(array), persistent=False)
 
+    def _completing(self, up: torch.Tensor, cleared: torch.Tensor) -> torch.Tensor:
+        """For a grid's face-up values ``up`` (N, S; nan elsewhere) and its cleared mask:
+        float32 (N, S, K) per slot and line kind, the value that, placed there, clears the
+        line (its mates face up and equal; the slot itself not cleared), else nan (K >= 1:
+        a nan column when no line clears under these rules)."""
+        batch, slots = up.shape
+        completing = []
+        for index, count in enumerate(self.mate_counts):
+            mates = up.index_select(1, getattr(self, f"_mates{index}")).view(batch, slots, count)
+            same = (mates == mates[:, :, :1]).all(dim=2) & ~cleared
+            completing.append(torch.where(same, mates[:, :, 0], self._nan))
+        if not completing:
+            return torch.full((batch, slots, 1), float("nan"))
+        return torch.stack(completing, dim=2)
+
+    def _value_in(self, wanted: torch.Tensor) -> torch.Tensor:
+        """bool (N, V): which card values occur in ``wanted`` (N, ...)."""
+        return (self._values[None, :, None] == wanted.reshape(wanted.shape[0], 1, -1)).any(dim=2)
+
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Feeding features of a batch of observations (see the class docstring)."""
+        """Feeding (and waiting) features of a batch of observations (class docstring)."""
         batch, slots, nan = obs.shape[0], self.num_slots, self._nan
         numbers = torch.round(obs.index_select(1, self._number_index) * self._number_scale)
         flags = obs.index_select(1, self._flag_index) > 0.5
@@ -234,29 +263,25 @@ class FeedingFeatures(torch.nn.Module):
         has_held = flags[:, 2 * slots:2 * slots + 1]
         next_hidden, next_cleared = flags[:, 2 * slots + 1:3 * slots + 1], flags[:, 3 * slots + 1:]
         next_up = torch.where(next_hidden | next_cleared, nan, upcoming)  # nan equals nothing
-        # for each line kind and next-seat slot: the value that, placed there, clears the
-        # line (its mates face up and equal; the slot itself not cleared), else nan
-        completing = []
-        for index, count in enumerate(self.mate_counts):
-            mates = next_up.index_select(1, getattr(self, f"_mates{index}")).view(batch, slots, count)
-            same = (mates == mates[:, :, :1]).all(dim=2) & ~next_cleared
-            completing.append(torch.where(same, mates[:, :, 0], nan))
-        if completing:
-            wanted = torch.cat(completing, dim=1)[:, None, :]  # (N, 1, K)
-        else:  # no line clears under these rules
-            wanted = torch.full((batch, 1, 1), float("nan"))
+        wanted = self._completing(next_up, next_cleared).view(batch, 1, -1)  # (N, 1, S·K)
         own_up = torch.where(own_hidden | own_cleared, nan, own)
         slot_feeds = (own_up[:, :, None] == wanted).any(dim=2)
         held_feeds = (held[:, :, None] == wanted).any(dim=2) & has_held
-        value_feeds = (self._values[None, :, None] == wanted).any(dim=2)  # (N, V)
         probs = unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
-        chance = (probs * value_feeds).sum(dim=1, keepdim=True)
-        return torch.cat([slot_feeds.float(), held_feeds.float(), chance], dim=1)
+        chance = (probs * self._value_in(wanted)).sum(dim=1, keepdim=True)
+        parts = [slot_feeds.float(), held_feeds.float(), chance]
+        if self.waits:
+            own_wanted = self._completing(own_up, own_cleared)  # (N, S, K)
+            is_value = own_wanted[:, :, :, None] == self._values  # (N, S, K, V)
+            per_line = (is_value * probs[:, None, None, :]).sum(dim=3)
+            parts += [per_line.amax(dim=2),
+                      (probs * self._value_in(own_wanted)).sum(dim=1, keepdim=True)]
+        return torch.cat(parts, dim=1)
 
 
-def feeding_feature_size(rules: SkyjoRules) -> int:
-    """Extra features `FeedingFeatures` gives (S + 2)."""
-    return rules.num_slots + 2
+def feeding_feature_size(rules: SkyjoRules, waits: bool = False) -> int:
+    """Extra features `FeedingFeatures` gives: S + 2, or 2·S + 3 with ``waits``."""
+    return rules.num_slots + 2 + (rules.num_slots + 1 if waits else 0)
 
 
 def _indices(pieces: list[slice]) -> np.ndarray:
@@ -266,16 +291,17 @@ def _indices(pieces: list[slice]) -> np.ndarray:
 
 class GridFeaturesExtractor(BaseFeaturesExtractor):
     """SB3 features extractor: the observation followed by its `GridFeatures` and, with
-    ``feeding``, its `FeedingFeatures`.
+    ``feeding``, its `FeedingFeatures` (with their waiting part when ``waits``).
 
     Args:
         observation_space: Box of shape (O,), the env's observation space.
         rules: ``SkyjoRules.to_dict()`` of the env (plain data, so SB3 can store it).
         feeding: Append the `FeedingFeatures` (``features: grid_feeding``).
+        waits: With ``feeding``, append their waiting part too (``grid_feeding_waits``).
     """
 
     def __init__(self, observation_space: spaces.Box, rules: dict[str, Any],
-                 feeding: bool = False):
+                 feeding: bool = False, waits: bool = False):
         parsed = SkyjoRules.from_dict(rules)
         size = int(np.prod(observation_space.shape))
         if size != ObservationLayout(parsed).size:
@@ -283,13 +309,16 @@ class GridFeaturesExtractor(BaseFeaturesExtractor):
                 f"GridFeaturesExtractor: the observation space has {size} features but the "
                 f"rules give {ObservationLayout(parsed).size}"
             )
-        extra = grid_feature_size(parsed) + (feeding_feature_size(parsed) if feeding else 0)
+        extra = grid_feature_size(parsed)
+        if feeding:
+            extra += feeding_feature_size(parsed, waits)
         super().__init__(observation_space, features_dim=size + extra)
         self.grid = GridFeatures(parsed)
-        self.feeding = FeedingFeatures(parsed) if feeding else None
+        self.feeding = FeedingFeatures(parsed, waits) if feeding else None
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        """float32 (N, O) -> float32 (N, O + 7·S + 1), or (N, O + 8·S + 3) with ``feeding``."""
+        """float32 (N, O) -> float32 (N, ``features_dim``): the observation, then the
+        features (7·S + 1 grid; S + 2 feeding; S + 1 waiting)."""
         parts = [observations, self.grid(observations)]
         if self.feeding is not None:
             parts.append(self.feeding(observations))
@@ -298,16 +327,20 @@ class GridFeaturesExtractor(BaseFeaturesExtractor):
 
 def features_extractor_kwargs(features: str, rules: SkyjoRules) -> dict[str, Any]:
     """The ``policy_kwargs`` entries that give a policy the network input ``features``
-    (``raw``, ``grid`` or ``grid_feeding``; see `agents.ppo.config.TrainConfig.features`)."""
+    (``raw``, ``grid``, ``grid_feeding`` or ``grid_feeding_waits``; see
+    `agents.ppo.config.TrainConfig.features`)."""
     if features == "raw":
         return {}
     return {"features_extractor_class": GridFeaturesExtractor,
             "features_extractor_kwargs": {"rules": rules.to_dict(),
-                                          "feeding": features == "grid_feeding"}}
+                                          "feeding": features != "grid",
+                                          "waits": features == "grid_feeding_waits"}}
 
 
 def features_name(extractor: torch.nn.Module) -> str:
     """The ``features`` name of a built policy's features extractor."""
     if not isinstance(extractor, GridFeaturesExtractor):
         return "raw"
-    return "grid" if extractor.feeding is None else "grid_feeding"
+    if extractor.feeding is None:
+        return "grid"
+    return "grid_feeding_waits" if extractor.feeding.waits else "grid_feeding"

@@ -175,27 +175,39 @@ def test_feeding_features__only_the_next_seat_counts():
     assert feeding_of(with_next_seat(base, **NEXT, rules=rules), rules)[0][0] == 1.0
 
 
-def _feeding_by_hand(decoded: dict, row: int, rules: SkyjoRules) -> np.ndarray:
-    """The feeding features of one decoded observation, slot by slot and line by line."""
-    slots = rules.num_slots
-    values = decoded["opponent_values"][row, 0]
-    hidden, cleared = decoded["opponent_hidden"][row, 0], decoded["opponent_cleared"][row, 0]
-    wanted = set()
+def _completing_by_hand(values, hidden, cleared, rules: SkyjoRules) -> list[set[int]]:
+    """Per slot: the values that, placed there, clear one of its lines."""
+    wanted = [set() for _ in range(rules.num_slots)]
     for mates in line_mates(rules):
-        for slot in range(slots):
+        for slot in range(rules.num_slots):
             others = mates[slot]
             if cleared[slot] or hidden[others].any() or cleared[others].any():
                 continue
             if len(set(values[others].tolist())) == 1:
-                wanted.add(int(values[others[0]]))
+                wanted[slot].add(int(values[others[0]]))
+    return wanted
+
+
+def _feeding_by_hand(decoded: dict, row: int, rules: SkyjoRules) -> np.ndarray:
+    """The feeding and waiting features of one decoded observation, slot by slot and line
+    by line."""
+    slots = rules.num_slots
+    counts = decoded["unseen_counts"][row]
+    chance_of = dict(zip(rules.card_values.tolist(), (counts / max(counts.sum(), 1)).tolist(),
+                         strict=True))
+    wanted = set().union(*_completing_by_hand(
+        decoded["opponent_values"][row, 0], decoded["opponent_hidden"][row, 0],
+        decoded["opponent_cleared"][row, 0], rules))
     own_up = ~(decoded["own_hidden"][row] | decoded["own_cleared"][row])
     slot_feeds = [float(own_up[s] and int(decoded["own_values"][row, s]) in wanted)
                   for s in range(slots)]
     held = float(bool(decoded["has_held_card"][row]) and int(decoded["held_card"][row]) in wanted)
-    counts = decoded["unseen_counts"][row]
-    chance = sum(c for v, c in zip(rules.card_values.tolist(), counts.tolist(), strict=True)
-                 if v in wanted) / max(counts.sum(), 1)
-    return np.array([*slot_feeds, held, chance], np.float32)
+    chance = sum(chance_of.get(v, 0.0) for v in wanted)
+    own_wanted = _completing_by_hand(decoded["own_values"][row], decoded["own_hidden"][row],
+                                     decoded["own_cleared"][row], rules)
+    place = [max((chance_of.get(v, 0.0) for v in values), default=0.0) for values in own_wanted]
+    draw = sum(chance_of.get(v, 0.0) for v in set().union(*own_wanted))
+    return np.array([*slot_feeds, held, chance, *place, draw], np.float32)
 
 
 @pytest.mark.parametrize("rules", [
@@ -211,11 +223,15 @@ def test_feeding_features__equal_the_by_hand_rule_over_played_games(rules):
     observations, _, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
                                                 games=6, seed=3)
     decoded = ObservationEncoder(rules).decode(observations)
-    got = FeedingFeatures(rules)(torch.as_tensor(observations)).numpy()
+    got = FeedingFeatures(rules, waits=True)(torch.as_tensor(observations)).numpy()
     expected = np.stack([_feeding_by_hand(decoded, row, rules) for row in range(len(got))])
     np.testing.assert_allclose(got, expected, atol=1e-6)
-    assert expected[:, :rules.num_slots].sum() > 10  # the rule fired in these games
-    assert expected[:, -1].max() > 0
+    slots = rules.num_slots
+    np.testing.assert_array_equal(  # without waits: the first part alone
+        FeedingFeatures(rules)(torch.as_tensor(observations)).numpy(), got[:, :slots + 2])
+    # every rule fired in these games
+    assert expected[:, :slots].sum() > 10 and expected[:, slots + 1].max() > 0
+    assert (expected[:, slots + 2:2 * slots + 2] > 0).sum() > 10 and expected[:, -1].max() > 0
 
 
 def test_extractor__feeding_appends_to_the_grid_features():
@@ -228,3 +244,17 @@ def test_extractor__feeding_appends_to_the_grid_features():
     out = feeding(obs)
     assert torch.equal(out[:, :plain.features_dim], plain(obs))
     assert torch.equal(out[:, plain.features_dim:], FeedingFeatures(RULES)(obs))
+
+
+def test_feeding_features__waits_for_the_cards_that_clear_own_lines():
+    # own column 0: a pair of 5s over a face-up 7 (a drawn 5 placed on the 7 clears it);
+    # column 1: a pair of 3s over a face-down card
+    obs = observation(own={0: 5, 4: 5, 8: 7, 1: 3, 5: 3}, hidden={9, 2, 6, 10},
+                      cleared={3, 7, 11}, discard=0)
+    out = FeedingFeatures(RULES, waits=True)(torch.as_tensor(obs[None])).numpy()[0]
+    place, draw = out[14:26], out[26]
+    expected = np.zeros(12)
+    expected[[8, 9]] = 10 / 150
+    np.testing.assert_allclose(place, expected, atol=1e-7)
+    assert draw == pytest.approx(20 / 150)
+    assert feeding_feature_size(RULES, waits=True) == out.size == 2 * 12 + 3
