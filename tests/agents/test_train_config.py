@@ -156,11 +156,20 @@ def test_default_yaml__holds_every_key_with_its_built_in_default():
 
 
 @pytest.mark.parametrize(
-    "name", ["default.yaml", "strong_2p.yaml", "strong_4p.yaml", "expert_iteration.yaml"]
+    "name", ["default.yaml", "strong_2p.yaml", "strong_4p.yaml", "expert_iteration.yaml",
+             "finetune_2p_feeding.yaml", "finetune_4p_feeding.yaml"]
 )
 def test_shipped_configs__load(name):
     config = load_train_config(ROOT / "configs" / name)
     assert config.resolve_rules().num_players == config.num_players
+
+
+@pytest.mark.parametrize("name", ["finetune_2p_feeding.yaml", "finetune_4p_feeding.yaml"])
+def test_shipped_configs__fine_tunes_start_from_a_shipped_model_they_fit(name, monkeypatch):
+    monkeypatch.chdir(ROOT)  # init_from is relative to the repository root, as documented
+    config = load_train_config(ROOT / "configs" / name)
+    assert config.init_from.startswith("models/")
+    check_agent_specs(config)  # the network fits the config (rules, net_arch, features)
 
 
 @pytest.mark.parametrize(
