@@ -26,7 +26,12 @@ from skyjo_env.encoding import OBSERVATION_VERSION
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
-@pytest.mark.parametrize("name, players", [("ppo_2p", 2), ("ppo_4p", 4)])
+SHIPPED = {"ppo_2p": "grid", "ppo_4p": "grid", "ppo_2p_feeding": "grid_feeding",
+           "ppo_4p_feeding": "grid_feeding_waits"}
+
+
+@pytest.mark.parametrize("name, players", [("ppo_2p", 2), ("ppo_4p", 4), ("ppo_2p_feeding", 2),
+                                           ("ppo_4p_feeding", 4)])
 def test_shipped_model__loads_and_plays_legal_full_games(name, players):
     path = MODELS / f"{name}.zip"
     assert read_metadata(path)["observation_version"] == OBSERVATION_VERSION
@@ -40,12 +45,13 @@ def test_shipped_model__loads_and_plays_legal_full_games(name, players):
     assert (MODELS / f"{name}.vs_ev.json").is_file()
 
 
-@pytest.mark.parametrize("name", ["ppo_2p", "ppo_4p"])
+@pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_shipped_model__is_weights_and_json_only(name):
     path = MODELS / f"{name}.zip"
     metadata = read_metadata(path)
     assert metadata["format"] == CHECKPOINT_FORMAT
-    assert metadata["policy"] == {"net_arch": [256, 256], "activation": "relu", "features": "grid"}
+    assert metadata["policy"] == {"net_arch": [256, 256], "activation": "relu",
+                                  "features": SHIPPED[name]}
     with zipfile.ZipFile(path) as archive:
         assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
 

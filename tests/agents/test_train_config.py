@@ -157,7 +157,8 @@ def test_default_yaml__holds_every_key_with_its_built_in_default():
 
 @pytest.mark.parametrize(
     "name", ["default.yaml", "strong_2p.yaml", "strong_4p.yaml", "expert_iteration.yaml",
-             "finetune_2p_feeding.yaml", "finetune_4p_feeding.yaml"]
+             "finetune_2p_feeding.yaml", "finetune_2p_feeding_stage2.yaml",
+             "finetune_4p_feeding.yaml", "finetune_4p_feeding_stage2.yaml"]
 )
 def test_shipped_configs__load(name):
     config = load_train_config(ROOT / "configs" / name)
