@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             init_from=args.init_from,
             progress=False if args.no_progress else None,
         )
-        check_agent_specs(config)
+        check_agent_specs(config, resuming=args.resume)
         summary = train(config, run_dir, resume=args.resume)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
         print(f"error: {error}", file=sys.stderr)

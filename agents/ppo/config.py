@@ -320,24 +320,49 @@ class TrainConfig(BaseModel):
         return cls(**data)
 
 
-def check_agent_specs(config: TrainConfig) -> None:
+def check_agent_specs(config: TrainConfig, resuming: bool = False) -> None:
     """Build every agent spec the config names once, so a bad one fails before training.
 
-    Checks each of ``eval_opponents``, when a warm start will run (``imitation_games >
-    0`` and no ``init_from``) ``imitation_teacher``, through `agents.registry.make_agent`;
-    that ``init_from`` names a network this config can start from; with expert
-    iteration (``expert_interval > 0``) the options of ``expert_search``
-    (`agents.registry.search_settings`);
-    then that Ray is installed if that data has ``data_workers`` >= 1.
+    Checks each of ``eval_opponents`` through `agents.registry.make_agent`; unless
+    ``resuming``, the warm start (`check_warm_start`); with expert iteration
+    (``expert_interval > 0``) the options of ``expert_search``
+    (`agents.registry.search_settings`); then that Ray is installed if that data has
+    ``data_workers`` >= 1.
+
+    Args:
+        config: The run's config.
+        resuming: The run continues a checkpoint: no warm start runs, so neither
+            ``init_from`` nor ``imitation_teacher`` is needed (a network the run started
+            from may be gone by then).
 
     Raises:
         TrainConfigError: a spec names no agent, or its agent cannot be built or loaded
-            (the message names the key and carries the registry's reason); ``init_from``
-            is missing, corrupt, or another network or rules; or Ray is missing for
-            ``data_workers``.
+            (the message names the key and carries the registry's reason); a bad warm
+            start (`check_warm_start`); or Ray is missing for ``data_workers``.
     """
     rules = config.resolve_rules()
-    keyed = [("eval_opponents", spec) for spec in config.eval_opponents]
+    if not resuming:
+        check_warm_start(config, rules)
+    if config.expert_interval > 0:
+        try:
+            search_settings(config.expert_search)  # its base, the policy, does not exist yet
+        except AgentSpecError as error:
+            raise TrainConfigError(f"config key 'expert_search': {error}") from error
+    _check_spec_keys(config, rules, [("eval_opponents", spec) for spec in config.eval_opponents])
+    warm_start_games = not resuming and config.imitation_games > 0 and config.init_from is None
+    if config.data_workers > 0 and (warm_start_games or config.expert_interval > 0):
+        check_ray_installed(config.data_workers)
+
+
+def check_warm_start(config: TrainConfig, rules: SkyjoRules | None = None) -> None:
+    """Check what a new run starts from: that ``init_from`` names a network this config
+    can start from, or else (``imitation_games > 0``) that ``imitation_teacher`` builds.
+
+    Raises:
+        TrainConfigError: ``init_from`` is missing, corrupt, or another network or rules,
+            or the teacher spec names no agent or cannot be loaded (naming the key).
+    """
+    rules = config.resolve_rules() if rules is None else rules
     if config.init_from is not None:
         # checkpoint.py imports this module's constants: import it here, not at the top
         from agents.ppo.checkpoint import CheckpointError, check_initial_network
@@ -347,20 +372,16 @@ def check_agent_specs(config: TrainConfig) -> None:
         except CheckpointError as error:
             raise TrainConfigError(f"config key 'init_from': {error}") from error
     elif config.imitation_games > 0:
-        keyed.append(("imitation_teacher", config.imitation_teacher))
-    if config.expert_interval > 0:
-        try:
-            search_settings(config.expert_search)  # its base, the policy, does not exist yet
-        except AgentSpecError as error:
-            raise TrainConfigError(f"config key 'expert_search': {error}") from error
+        _check_spec_keys(config, rules, [("imitation_teacher", config.imitation_teacher)])
+
+
+def _check_spec_keys(config: TrainConfig, rules: SkyjoRules, keyed: list[tuple[str, str]]) -> None:
+    """Build each ``(config key, agent spec)``; raise `TrainConfigError` naming the key."""
     for key, spec in keyed:
         try:
             make_agent(spec, rules, seed=config.seed)
         except AgentSpecError as error:  # the registry wraps checkpoint errors in it
             raise TrainConfigError(f"config key {key!r}: {error}") from error
-    warm_start_games = config.imitation_games > 0 and config.init_from is None
-    if config.data_workers > 0 and (warm_start_games or config.expert_interval > 0):
-        check_ray_installed(config.data_workers)
 
 
 def check_ray_installed(data_workers: int) -> None:

@@ -77,7 +77,7 @@ from agents.ppo.checkpoint import (
     restore_model,
     save_checkpoint,
 )
-from agents.ppo.config import TrainConfig, check_agent_specs
+from agents.ppo.config import TrainConfig, check_agent_specs, check_warm_start
 from agents.ppo.policy import PPOAgent
 from agents.ppo.pool import (
     SEED_EVALUATION,
@@ -308,7 +308,9 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, run_dir: str | Path,
                  on_evaluation: Callable[[int, float], bool] | None = None):
-        check_agent_specs(config)  # a bad evaluation or teacher spec fails before any work
+        # a bad evaluation spec fails before any work; the warm start is checked in run(),
+        # which knows whether one will happen (a resumed run needs no init_from or teacher)
+        check_agent_specs(config, resuming=True)
         self.config = config
         self.on_evaluation = on_evaluation
         self.rules = config.resolve_rules()
@@ -890,6 +892,8 @@ class Trainer:
         Raises:
             WarmStartInterrupted: SIGTERM or Ctrl-C during the warm start (nothing written).
             CheckpointError: ``resume`` with a missing, corrupt or incompatible checkpoint.
+            TrainConfigError: a new run whose warm start cannot happen (a bad ``init_from``
+                or ``imitation_teacher``; `agents.ppo.config.check_warm_start`).
         """
         import torch
 
@@ -902,6 +906,8 @@ class Trainer:
             self.close_progress()
 
     def _run(self, resume: bool) -> dict[str, Any]:
+        if not resume:
+            check_warm_start(self.config, self.rules)
         self.build_env()
         done = 0
         if resume:

@@ -150,3 +150,21 @@ def test_init_from__a_grid_feeding_network_cannot_start_a_grid_run(source, tmp_p
     config = TrainConfig(**SMALL, init_from=str(wide / "checkpoints" / "last.zip"))
     with pytest.raises(TrainConfigError, match="features 'grid_feeding' .*lacks some of its inputs"):
         check_agent_specs(config)
+
+
+def test_init_from__a_resumed_run_no_longer_needs_the_network(source, tmp_path):
+    # --resume continues the checkpoint: the network the run started from may be gone
+    start = tmp_path / "start.zip"
+    start.write_bytes(source.read_bytes())
+    run_dir = tmp_path / "run"
+    base = dict(**SMALL, init_from=str(start), eval_interval=0, checkpoint_interval=512, seed=3)
+    train(TrainConfig(**base, total_timesteps=1024), run_dir)
+    start.unlink()
+    code = train_cli.main(["--run-dir", str(run_dir), "--resume", "--total-timesteps", "2048",
+                           "--no-progress"])
+    assert code == 0
+    assert read_metadata(run_dir / "checkpoints" / "last.zip")["timesteps"] == 2048
+    # a new run with the same config is refused, naming the missing network
+    with pytest.raises(TrainConfigError, match="config key 'init_from': .*does not exist"):
+        train(TrainConfig(**base, total_timesteps=1024), tmp_path / "other")
+    assert not (tmp_path / "other").exists()
