@@ -932,13 +932,17 @@ def generator_from_state(state: Any, name: str) -> np.random.Generator:
     return generator
 
 
-def require_meta_entries(meta: Any, names: Sequence[str]) -> None:
-    """Raise ``ValueError`` unless ``meta`` is a dict holding every one of ``names``."""
+def require_meta_entries(meta: Any, names: Sequence[str], flags: Sequence[str] = ()) -> None:
+    """Raise ``ValueError`` unless ``meta`` is a dict holding every one of ``names`` and
+    ``flags``, each of ``flags`` a bool."""
     if not isinstance(meta, dict):
         raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
-    for name in names:
+    for name in (*names, *flags):
         if name not in meta:
             raise ValueError(f"state meta has no {name!r}")
+    for name in flags:
+        if not isinstance(meta[name], bool):
+            raise ValueError(f"state meta {name!r} must be a bool, got {meta[name]!r}")
 
 
 __all__ = [

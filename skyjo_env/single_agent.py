@@ -213,12 +213,10 @@ class SkyjoGymEnv(gymnasium.Env):
             ValueError: One line naming the bad entry or array (see
                 `LearnerGames.import_state`) or generator state.
         """
-        require_meta_entries(meta, ("games", "np_random", "owns_opponent", "default_opponent_rng"))
+        require_meta_entries(meta, ("games", "np_random", "default_opponent_rng"),
+                             flags=("owns_opponent",))
         np_random = generator_from_state(meta["np_random"], "np_random")
         opponent_rng = generator_from_state(meta["default_opponent_rng"], "default_opponent_rng")
-        if not isinstance(meta["owns_opponent"], bool):
-            raise ValueError(f"state meta 'owns_opponent' must be a bool, got "
-                             f"{meta['owns_opponent']!r}")
         default = self._default_opponent
         self.games.import_state(meta["games"], arrays,
                                 imported_opponent_agent(default, agent_for_key))

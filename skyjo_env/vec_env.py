@@ -220,8 +220,8 @@ class SkyjoVecEnv(VecEnv):
             ValueError: One line naming the bad entry or array (see
                 `LearnerGames.import_state`) or generator state.
         """
-        require_meta_entries(
-            meta, ("games", "rng", "seeds", "started", "owns_opponent", "default_opponent_rng"))
+        require_meta_entries(meta, ("games", "rng", "seeds", "default_opponent_rng"),
+                             flags=("started", "owns_opponent"))
         rng = generator_from_state(meta["rng"], "rng")
         opponent_rng = generator_from_state(meta["default_opponent_rng"], "default_opponent_rng")
         seeds = meta["seeds"]
@@ -229,9 +229,6 @@ class SkyjoVecEnv(VecEnv):
                 and (all(s is None for s in seeds) or all(_is_seed(s) for s in seeds))):
             raise ValueError(f"state meta 'seeds' must be {self.num_envs} ints >= 0 or "
                              f"{self.num_envs} Nones, got {seeds!r}")
-        for name in ("started", "owns_opponent"):
-            if not isinstance(meta[name], bool):
-                raise ValueError(f"state meta {name!r} must be a bool, got {meta[name]!r}")
         default = self._default_opponent
         self.games.import_state(meta["games"], arrays,
                                 imported_opponent_agent(default, agent_for_key))

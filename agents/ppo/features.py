@@ -75,7 +75,16 @@ def line_mates(rules: SkyjoRules) -> list[np.ndarray]:
     return kinds
 
 
-class GridFeatures(torch.nn.Module):
+class _ObservationFeatures(torch.nn.Module):
+    """A parameter-free module over observations: index tables and constants are buffers
+    that are not saved (a checkpoint records only the features name; they are rebuilt
+    from the rules)."""
+
+    def _buffer(self, name: str, array: np.ndarray) -> None:
+        self.register_buffer(name, torch.as_tensor(array), persistent=False)
+
+
+class GridFeatures(_ObservationFeatures):
     """Maps observations float32 (N, O) to the grid features float32 (N, 7·S + 1).
 
     One fused pass, so that a batch of one costs a few dozen small torch ops rather than a
@@ -119,9 +128,6 @@ class GridFeatures(torch.nn.Module):
         self._buffer("_lookup", lookup)
         self._buffer("_zero", np.zeros((), np.float32))
         self._buffer("_nan", np.full((), np.nan, np.float32))
-
-    def _buffer(self, name: str, array: np.ndarray) -> None:
-        self.register_buffer(name, torch.as_tensor(array), persistent=False)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Grid features of a batch of observations (see the module docstring)."""
@@ -175,7 +181,7 @@ class GridFeatures(torch.nn.Module):
         return torch.gather(padded, 1, torch.take(self._lookup, offset))
 
 
-class FeedingFeatures(torch.nn.Module):
+class FeedingFeatures(_ObservationFeatures):
     """Maps observations float32 (N, O) to what this seat's next discard would give the
     next seat (the one that may take it), float32 (N, S + 2), and with ``waits`` also
     which cards its own lines wait for, float32 (N, 2·S + 3):
@@ -229,9 +235,6 @@ class FeedingFeatures(torch.nn.Module):
             np.asarray(rules.card_counts, np.float32)]))
         self._buffer("_values", rules.card_values.astype(np.float32))
         self._buffer("_nan", np.full((), np.nan, np.float32))
-
-    def _buffer(self, name: str, array: np.ndarray) -> None:
-        self.register_buffer(name, torch.as_tensor(array), persistent=False)
 
     def _completing(self, up: torch.Tensor, cleared: torch.Tensor) -> torch.Tensor:
         """For a grid's face-up values ``up`` (N, S; nan elsewhere) and its cleared mask:

@@ -615,14 +615,15 @@ class Trainer:
 
     # warm starts: a saved network or imitation
     def start_from_network(self) -> None:
-        """Load ``init_from``'s actor and critic into the fresh model (checked first: see
-        `agents.ppo.checkpoint.check_initial_network`; a network of an earlier kind of
-        ``features`` is widened with zero weights for the new inputs); the value warm-up
-        rollouts follow, since this run's reward or shaping may differ from the network's."""
-        from agents.ppo.checkpoint import check_initial_network, load_policy_weights
+        """Load ``init_from``'s actor and critic into the fresh model (`run` has checked
+        the network with `agents.ppo.config.check_warm_start`; a network of an earlier
+        kind of ``features`` is widened with zero weights for the new inputs); the value
+        warm-up rollouts follow, since this run's reward or shaping may differ from the
+        network's."""
+        from agents.ppo.checkpoint import load_policy_weights, read_metadata
 
         path = self.config.init_from
-        metadata = check_initial_network(path, self.rules, self.config.policy_architecture())
+        metadata = read_metadata(path)
         load_policy_weights(path, self.model.policy, widen=True)
         self.warmup_rollouts = self.config.value_warmup_rollouts
         if self.config.progress:
