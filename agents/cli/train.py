@@ -105,7 +105,9 @@ def _print_summary(summary: dict, num_players: int) -> None:
     if last.is_file():
         saved.append(f"last checkpoint {last}")
     if best.is_file():
-        saved.append(f"best {best} (score {summary['best_score']:.3f})")
+        # picked as the best of many evaluations on the same deals, so its score flatters it
+        saved.append(f"best {best} (score {summary['best_score']:.3f} on the deals it was "
+                     "picked on)")
     else:
         saved.append("no best.zip (no evaluation finished)")
     print(
@@ -116,8 +118,8 @@ def _print_summary(summary: dict, num_players: int) -> None:
     if to_evaluate is not None:
         opponents = " ".join(["ev"] * (num_players - 1))
         print(
-            f"evaluate it: python evaluate.py --agents ppo:{to_evaluate} {opponents} "
-            "--games 1000"
+            f"evaluate it on fresh deals: python evaluate.py --agents ppo:{to_evaluate} "
+            f"{opponents} --games 1000"
         )
 
 

@@ -112,6 +112,24 @@ def test_train_cli__closing_lines_name_only_files_that_exist(tmp_path, capsys, m
     assert f"ppo:{run_dir / 'checkpoints' / 'last.zip'}" in out
 
 
+def test_train_cli__closing_lines_say_the_best_score_is_from_its_own_deals(
+    tmp_path, capsys, monkeypatch
+):
+    run_dir = tmp_path / "run"
+
+    def fake_train(config, run_dir_arg, resume=False):  # finished, with an evaluation
+        (run_dir / "checkpoints").mkdir(parents=True)
+        (run_dir / "checkpoints" / "last.zip").write_bytes(b"")
+        (run_dir / "best.zip").write_bytes(b"")
+        return {**_summary(run_dir, interrupted=False), "best_score": 0.625}
+
+    monkeypatch.setattr(train_cli, "train", fake_train)
+    assert train_cli.main(["--run-dir", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"best {run_dir / 'best.zip'} (score 0.625 on the deals it was picked on)" in out
+    assert f"evaluate it on fresh deals: python evaluate.py --agents ppo:{run_dir / 'best.zip'} ev" in out
+
+
 def test_train_cli__keyboard_interrupt_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
     def interrupted_train(config, run_dir, resume=False):
         raise KeyboardInterrupt
