@@ -324,10 +324,10 @@ def check_agent_specs(config: TrainConfig, resuming: bool = False) -> None:
     """Build every agent spec the config names once, so a bad one fails before training.
 
     Checks each of ``eval_opponents`` through `agents.registry.make_agent`; unless
-    ``resuming``, the warm start (`check_warm_start`); with expert iteration
-    (``expert_interval > 0``) the options of ``expert_search``
-    (`agents.registry.search_settings`); then that Ray is installed if that data has
-    ``data_workers`` >= 1.
+    ``resuming``, the warm start (`check_warm_start`, with Ray for its games); with
+    expert iteration (``expert_interval > 0``) the options of ``expert_search``
+    (`agents.registry.search_settings`) and, with ``data_workers`` >= 1, that Ray is
+    installed.
 
     Args:
         config: The run's config.
@@ -349,18 +349,19 @@ def check_agent_specs(config: TrainConfig, resuming: bool = False) -> None:
         except AgentSpecError as error:
             raise TrainConfigError(f"config key 'expert_search': {error}") from error
     _check_spec_keys(config, rules, [("eval_opponents", spec) for spec in config.eval_opponents])
-    warm_start_games = not resuming and config.imitation_games > 0 and config.init_from is None
-    if config.data_workers > 0 and (warm_start_games or config.expert_interval > 0):
+    if config.data_workers > 0 and config.expert_interval > 0:
         check_ray_installed(config.data_workers)
 
 
 def check_warm_start(config: TrainConfig, rules: SkyjoRules | None = None) -> None:
     """Check what a new run starts from: that ``init_from`` names a network this config
-    can start from, or else (``imitation_games > 0``) that ``imitation_teacher`` builds.
+    can start from, or else (``imitation_games > 0``) that ``imitation_teacher`` builds
+    and, with ``data_workers`` >= 1, that Ray is installed for its games.
 
     Raises:
-        TrainConfigError: ``init_from`` is missing, corrupt, or another network or rules,
-            or the teacher spec names no agent or cannot be loaded (naming the key).
+        TrainConfigError: ``init_from`` is missing, corrupt, or another network or rules;
+            the teacher spec names no agent or cannot be loaded (naming the key); or Ray
+            is missing for ``data_workers``.
     """
     rules = config.resolve_rules() if rules is None else rules
     if config.init_from is not None:
@@ -373,6 +374,8 @@ def check_warm_start(config: TrainConfig, rules: SkyjoRules | None = None) -> No
             raise TrainConfigError(f"config key 'init_from': {error}") from error
     elif config.imitation_games > 0:
         _check_spec_keys(config, rules, [("imitation_teacher", config.imitation_teacher)])
+        if config.data_workers > 0:
+            check_ray_installed(config.data_workers)
 
 
 def _check_spec_keys(config: TrainConfig, rules: SkyjoRules, keyed: list[tuple[str, str]]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs
+from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs, check_warm_start
 from agents.ppo.expert import collect_expert_games
 from agents.ppo.imitation import (
     ChunksStopped,
@@ -109,6 +109,10 @@ def test_check_agent_specs__refuses_data_workers_without_ray(monkeypatch):
     config = TrainConfig(data_workers=2, eval_opponents=["random"])
     with pytest.raises(TrainConfigError, match=r"^config key 'data_workers': got 2, which needs Ray"):
         check_agent_specs(config)
+    # a new run's own check (Trainer.run) refuses it too; a resumed run plays no warm start
+    with pytest.raises(TrainConfigError, match=r"^config key 'data_workers': got 2, which needs Ray"):
+        check_warm_start(config)
+    check_agent_specs(config, resuming=True)
     check_agent_specs(TrainConfig(data_workers=0, eval_opponents=["random"]))
 
 

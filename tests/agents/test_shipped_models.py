@@ -26,12 +26,12 @@ from skyjo_env.encoding import OBSERVATION_VERSION
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
-SHIPPED = {"ppo_2p": "grid", "ppo_4p": "grid", "ppo_2p_feeding": "grid_feeding",
-           "ppo_4p_feeding": "grid_feeding_waits"}
+#: every shipped network: its players and its features kind
+SHIPPED = {"ppo_2p": (2, "grid"), "ppo_4p": (4, "grid"), "ppo_2p_feeding": (2, "grid_feeding"),
+           "ppo_4p_feeding": (4, "grid_feeding_waits")}
 
 
-@pytest.mark.parametrize("name, players", [("ppo_2p", 2), ("ppo_4p", 4), ("ppo_2p_feeding", 2),
-                                           ("ppo_4p_feeding", 4)])
+@pytest.mark.parametrize("name, players", [(name, players) for name, (players, _) in SHIPPED.items()])
 def test_shipped_model__loads_and_plays_legal_full_games(name, players):
     path = MODELS / f"{name}.zip"
     assert read_metadata(path)["observation_version"] == OBSERVATION_VERSION
@@ -51,7 +51,7 @@ def test_shipped_model__is_weights_and_json_only(name):
     metadata = read_metadata(path)
     assert metadata["format"] == CHECKPOINT_FORMAT
     assert metadata["policy"] == {"net_arch": [256, 256], "activation": "relu",
-                                  "features": SHIPPED[name]}
+                                  "features": SHIPPED[name][1]}
     with zipfile.ZipFile(path) as archive:
         assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
 
