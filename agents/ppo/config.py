@@ -37,7 +37,7 @@ OpponentKind = Literal["random", "greedy", "ev", "self"]
 Activation = Literal["relu", "tanh"]
 #: Network inputs, each the one before it plus more columns appended (so a network of an
 #: earlier kind can be widened into a later one: `agents.ppo.checkpoint.widened_state`).
-Features = Literal["raw", "grid", "grid_feeding", "grid_feeding_waits"]
+Features = Literal["raw", "grid", "grid_feeding", "grid_feeding_waits", "grid_feeding_waits_risk"]
 
 OPPONENT_KINDS: tuple[str, ...] = get_args(OpponentKind)
 ACTIVATIONS: tuple[str, ...] = get_args(Activation)
@@ -120,8 +120,10 @@ class TrainConfig(BaseModel):
     features: Features = "grid"
     """Network input: ``raw`` (the observation), ``grid`` (the observation plus the
     column arithmetic of `agents.ppo.features.GridFeaturesExtractor`), ``grid_feeding``
-    (``grid`` plus what a discard would give the next seat, `FeedingFeatures`) or
-    ``grid_feeding_waits`` (also the chances that unseen cards clear own lines)."""
+    (``grid`` plus what a discard would give the next seat, `FeedingFeatures`),
+    ``grid_feeding_waits`` (also the chances that unseen cards clear own lines) or
+    ``grid_feeding_waits_risk`` (also how the round and game would end now, per seat:
+    `RiskFeatures`)."""
     torch_threads: int = Field(1, ge=1)
     """torch intra-op threads (1 is fastest on small shared machines)."""
     opponent_mix: dict[OpponentKind, Annotated[float, Field(ge=0)]] = Field(

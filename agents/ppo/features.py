@@ -55,6 +55,11 @@ SLOT_FEATURES = (
 )
 
 
+#: Expected round scores are divided by this in `RiskFeatures` (a 4-player grid at the
+#: start of a round is worth about 60 points).
+RISK_SCALE = 50.0
+
+
 def grid_feature_size(rules: SkyjoRules) -> int:
     """Extra features `GridFeaturesExtractor` appends to the observation."""
     return len(SLOT_FEATURES) * rules.num_slots + 1
@@ -282,6 +287,91 @@ class FeedingFeatures(_ObservationFeatures):
         return torch.cat(parts, dim=1)
 
 
+class RiskFeatures(_ObservationFeatures):
+    """Maps observations float32 (N, O) to how the round and the game would end if they
+    ended now, float32 (N, 2·P + 6): what going out risks, seen from this seat.
+
+    ==========================  ======  ===================================================
+    feature                     size    content (seats in relative order, own first)
+    ==========================  ======  ===================================================
+    ``seat_hidden``             P       each seat's face-down cards / S
+    ``seat_expected``           P       each seat's expected round score: face-up cards plus
+                                        face-down ones at the unseen mean, / RISK_SCALE
+    ``round_margin``            1       own expected round score minus the lowest other
+                                        seat's, / RISK_SCALE (>= 0: going out now would
+                                        likely be penalised)
+    ``fewest_hidden``           1       the fewest face-down cards of any other seat / S
+    ``one_away``                1       the share of other seats with at most one face-down
+                                        card (they may go out on their next turn)
+    ``total_margin``            1       own total minus the lowest other total / target
+    ``game_margin``             1       the same with each seat's expected round score
+                                        added / target
+    ``game_nearness``           1       the highest total plus expected round score of any
+                                        seat / target (>= 1: this round likely ends the game)
+    ==========================  ======  ===================================================
+
+    In four-player games, going out pays only when the agent beats the lowest of three
+    grids, a minimum over sums of masked products that an MLP fits slowly, while a
+    penalised round doubles its score. Like `GridFeatures`, a function of the observation
+    only.
+    """
+
+    def __init__(self, rules: SkyjoRules):
+        super().__init__()
+        layout = ObservationLayout(rules)
+        cut = layout.describe()
+        self.num_slots = rules.num_slots
+        self.num_players = rules.num_players
+        numbers = [cut["own_values"], cut["opponent_values"], cut["unseen_counts"],
+                   cut["total_scores"]]
+        flags = [cut["own_hidden"], cut["opponent_hidden"], cut["own_cleared"],
+                 cut["opponent_cleared"]]
+        values = rules.card_values.astype(np.float32)
+        self._buffer("_number_index", _indices(numbers))
+        self._buffer("_flag_index", _indices(flags))
+        seats = rules.num_players * rules.num_slots
+        self._buffer("_number_scale", np.concatenate([
+            np.full(seats, layout.value_scale, np.float32),
+            np.asarray(rules.card_counts, np.float32), np.ones(rules.num_players, np.float32)]))
+        self._buffer("_values", values)
+        self._buffer("_zero", np.zeros((), np.float32))
+        self._buffer("_target", np.full((), rules.target_score, np.float32))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Risk features of a batch of observations (class docstring)."""
+        batch, slots, players = obs.shape[0], self.num_slots, self.num_players
+        seats = players * slots
+        numbers = obs.index_select(1, self._number_index) * self._number_scale
+        flags = obs.index_select(1, self._flag_index) > 0.5
+        grids = torch.round(numbers[:, :seats]).view(batch, players, slots)
+        unseen = torch.round(numbers[:, seats:-players])
+        totals = numbers[:, -players:]  # already / target
+        hidden = flags[:, :seats].view(batch, players, slots)
+        cleared = flags[:, seats:].view(batch, players, slots)
+        probs = unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
+        mean = (probs * self._values).sum(dim=1, keepdim=True)  # (N, 1)
+        face_up = ~(hidden | cleared)
+        hidden_count = hidden.float().sum(dim=2)  # (N, P)
+        expected = torch.where(face_up, grids, self._zero).sum(dim=2) + hidden_count * mean
+        others = expected[:, 1:]
+        fewest = hidden_count[:, 1:].amin(dim=1, keepdim=True)
+        one_away = (hidden_count[:, 1:] <= 1).float().mean(dim=1, keepdim=True)
+        end_totals = totals + expected / self._target
+        return torch.cat([
+            hidden_count / slots, expected / RISK_SCALE,
+            (expected[:, :1] - others.amin(dim=1, keepdim=True)) / RISK_SCALE,
+            fewest / slots, one_away,
+            totals[:, :1] - totals[:, 1:].amin(dim=1, keepdim=True),
+            end_totals[:, :1] - end_totals[:, 1:].amin(dim=1, keepdim=True),
+            end_totals.amax(dim=1, keepdim=True),
+        ], dim=1)
+
+
+def risk_feature_size(rules: SkyjoRules) -> int:
+    """Extra features `RiskFeatures` gives: 2·P + 6."""
+    return 2 * rules.num_players + 6
+
+
 def feeding_feature_size(rules: SkyjoRules, waits: bool = False) -> int:
     """Extra features `FeedingFeatures` gives: S + 2, or 2·S + 3 with ``waits``."""
     return rules.num_slots + 2 + (rules.num_slots + 1 if waits else 0)
@@ -301,10 +391,11 @@ class GridFeaturesExtractor(BaseFeaturesExtractor):
         rules: ``SkyjoRules.to_dict()`` of the env (plain data, so SB3 can store it).
         feeding: Append the `FeedingFeatures` (``features: grid_feeding``).
         waits: With ``feeding``, append their waiting part too (``grid_feeding_waits``).
+        risk: With ``waits``, append the `RiskFeatures` too (``grid_feeding_waits_risk``).
     """
 
     def __init__(self, observation_space: spaces.Box, rules: dict[str, Any],
-                 feeding: bool = False, waits: bool = False):
+                 feeding: bool = False, waits: bool = False, risk: bool = False):
         parsed = SkyjoRules.from_dict(rules)
         size = int(np.prod(observation_space.shape))
         if size != ObservationLayout(parsed).size:
@@ -312,32 +403,42 @@ class GridFeaturesExtractor(BaseFeaturesExtractor):
                 f"GridFeaturesExtractor: the observation space has {size} features but the "
                 f"rules give {ObservationLayout(parsed).size}"
             )
+        if risk and not (feeding and waits):
+            raise ValueError("GridFeaturesExtractor: risk features extend grid_feeding_waits; "
+                             "pass feeding=True and waits=True with risk=True")
         extra = grid_feature_size(parsed)
         if feeding:
             extra += feeding_feature_size(parsed, waits)
+        if risk:
+            extra += risk_feature_size(parsed)
         super().__init__(observation_space, features_dim=size + extra)
         self.grid = GridFeatures(parsed)
         self.feeding = FeedingFeatures(parsed, waits) if feeding else None
+        self.risk = RiskFeatures(parsed) if risk else None
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         """float32 (N, O) -> float32 (N, ``features_dim``): the observation, then the
-        features (7·S + 1 grid; S + 2 feeding; S + 1 waiting)."""
+        features (7·S + 1 grid; S + 2 feeding; S + 1 waiting; 2·P + 6 risk)."""
         parts = [observations, self.grid(observations)]
         if self.feeding is not None:
             parts.append(self.feeding(observations))
+        if self.risk is not None:
+            parts.append(self.risk(observations))
         return torch.cat(parts, dim=1)
 
 
 def features_extractor_kwargs(features: str, rules: SkyjoRules) -> dict[str, Any]:
     """The ``policy_kwargs`` entries that give a policy the network input ``features``
-    (``raw``, ``grid``, ``grid_feeding`` or ``grid_feeding_waits``; see
+    (``raw``, ``grid``, ``grid_feeding``, ``grid_feeding_waits`` or
+    ``grid_feeding_waits_risk``; see
     `agents.ppo.config.TrainConfig.features`)."""
     if features == "raw":
         return {}
     return {"features_extractor_class": GridFeaturesExtractor,
             "features_extractor_kwargs": {"rules": rules.to_dict(),
                                           "feeding": features != "grid",
-                                          "waits": features == "grid_feeding_waits"}}
+                                          "waits": features.startswith("grid_feeding_waits"),
+                                          "risk": features == "grid_feeding_waits_risk"}}
 
 
 def features_name(extractor: torch.nn.Module) -> str:
@@ -346,4 +447,6 @@ def features_name(extractor: torch.nn.Module) -> str:
         return "raw"
     if extractor.feeding is None:
         return "grid"
+    if extractor.risk is not None:
+        return "grid_feeding_waits_risk"
     return "grid_feeding_waits" if extractor.feeding.waits else "grid_feeding"

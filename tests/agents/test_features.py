@@ -8,13 +8,16 @@ import torch
 from gymnasium import spaces
 
 from agents.ppo.features import (
+    RISK_SCALE,
     SLOT_FEATURES,
     FeedingFeatures,
     GridFeatures,
     GridFeaturesExtractor,
+    RiskFeatures,
     feeding_feature_size,
     grid_feature_size,
     line_mates,
+    risk_feature_size,
 )
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
@@ -258,3 +261,86 @@ def test_feeding_features__waits_for_the_cards_that_clear_own_lines():
     np.testing.assert_allclose(place, expected, atol=1e-7)
     assert draw == pytest.approx(20 / 150)
     assert feeding_feature_size(RULES, waits=True) == out.size == 2 * 12 + 3
+
+
+def _risk_by_hand(decoded: dict, row: int, rules: SkyjoRules) -> np.ndarray:
+    """The risk features of one decoded observation, seat by seat."""
+    slots, players = rules.num_slots, rules.num_players
+    counts = decoded["unseen_counts"][row]
+    mean = float((counts * rules.card_values).sum() / max(counts.sum(), 1))
+    grids = [(decoded["own_values"][row], decoded["own_hidden"][row], decoded["own_cleared"][row])]
+    grids += [(decoded["opponent_values"][row, k], decoded["opponent_hidden"][row, k],
+               decoded["opponent_cleared"][row, k]) for k in range(players - 1)]
+    hidden = np.array([h.sum() for _, h, _ in grids], np.float64)
+    expected = np.array([v[~(h | c)].sum() + h.sum() * mean for v, h, c in grids])
+    totals = decoded["total_scores"][row] / rules.target_score
+    end = totals + expected / rules.target_score
+    return np.array([
+        *(hidden / slots), *(expected / RISK_SCALE),
+        (expected[0] - expected[1:].min()) / RISK_SCALE,
+        hidden[1:].min() / slots, (hidden[1:] <= 1).mean(),
+        totals[0] - totals[1:].min(), end[0] - end[1:].min(), end.max(),
+    ], np.float32)
+
+
+@pytest.mark.parametrize("rules", [SkyjoRules(), SkyjoRules(num_players=4),
+                                   SkyjoRules(num_players=3, row_elimination=True)])
+def test_risk_features__equal_the_by_hand_rule_over_played_games(rules):
+    from agents.ppo.imitation import collect_demonstrations
+    from agents.registry import make_agent
+
+    observations, _, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
+                                                games=4, seed=5)
+    decoded = ObservationEncoder(rules).decode(observations)
+    got = RiskFeatures(rules)(torch.as_tensor(observations)).numpy()
+    expected = np.stack([_risk_by_hand(decoded, row, rules) for row in range(len(got))])
+    assert got.shape == (len(observations), risk_feature_size(rules))
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    players = rules.num_players
+    # the games reached every case: totals, seats one card from going out, either sign
+    assert expected[:, 2 * players + 3].max() > 0 and expected[:, 2 * players + 2].max() > 0
+    assert (expected[:, 2 * players] > 0).any() and (expected[:, 2 * players] < 0).any()
+
+
+def test_risk_features__known_answer_for_four_seats():
+    rules = SkyjoRules(num_players=4)
+    layout = ObservationLayout(rules)
+    piece = layout.describe()
+    obs = np.zeros(layout.size, np.float32)
+    obs[piece["unseen_counts"]] = 1.0  # every card unseen: the deck mean
+    # own: 11 face-up 1s, one face-down card; opponents: all face down, then one with
+    # three face-up 0s and the rest face down, then one with one face-down card left
+    obs[piece["own_values"].start:piece["own_values"].start + 11] = 1 / SCALE
+    obs[piece["own_hidden"].start + 11] = 1.0
+    hidden = piece["opponent_hidden"].start
+    obs[hidden:hidden + 12] = 1.0
+    obs[hidden + 15:hidden + 24] = 1.0
+    obs[hidden + 24 + 11] = 1.0
+    values = piece["opponent_values"].start
+    obs[values + 24:values + 35] = 2 / SCALE
+    obs[piece["total_scores"]] = np.array([10, 40, 20, 95], np.float32) / 100
+    out = RiskFeatures(rules)(torch.as_tensor(obs[None])).numpy()[0]
+    expected = np.array([11 + DECK_MEAN, 12 * DECK_MEAN, 9 * DECK_MEAN, 22 + DECK_MEAN])
+    np.testing.assert_allclose(out[:4], np.array([1, 12, 9, 1]) / 12, atol=1e-6)
+    np.testing.assert_allclose(out[4:8], expected / RISK_SCALE, atol=1e-5)
+    assert out[8] == pytest.approx((11 - 22) / RISK_SCALE, abs=1e-5)  # the last seat's 11 2s
+    assert out[9] == pytest.approx(1 / 12) and out[10] == pytest.approx(1 / 3)
+    assert out[11] == pytest.approx(10 / 100 - 20 / 100)
+    end = (np.array([10, 40, 20, 95]) + expected) / 100
+    assert out[12] == pytest.approx(end[0] - end[1:].min(), abs=1e-6)
+    assert out[13] == pytest.approx(end.max(), abs=1e-6)
+
+
+def test_extractor__risk_appends_to_the_waiting_features():
+    rules = SkyjoRules(num_players=4)
+    size = ObservationLayout(rules).size
+    space = spaces.Box(-1, 1, (size,), np.float32)
+    waits = GridFeaturesExtractor(space, rules.to_dict(), feeding=True, waits=True)
+    risk = GridFeaturesExtractor(space, rules.to_dict(), feeding=True, waits=True, risk=True)
+    assert risk.features_dim == waits.features_dim + risk_feature_size(rules)
+    obs = torch.rand(5, size)
+    out = risk(obs)
+    assert torch.equal(out[:, :waits.features_dim], waits(obs))
+    assert torch.equal(out[:, waits.features_dim:], RiskFeatures(rules)(obs))
+    with pytest.raises(ValueError, match="risk features extend grid_feeding_waits"):
+        GridFeaturesExtractor(space, rules.to_dict(), feeding=True, risk=True)

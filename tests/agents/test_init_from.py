@@ -116,23 +116,25 @@ def test_train_cli__init_from_mistakes_are_one_line_and_write_nothing(source, tm
         assert not run_dir.exists()
 
 
-def test_init_from__widens_a_grid_network_into_grid_feeding(source, tmp_path):
+@pytest.mark.parametrize("features, added", [("grid_feeding", 12 + 2),
+                                             ("grid_feeding_waits_risk", 12 + 2 + 12 + 1 + 10)])
+def test_init_from__widens_a_grid_network_into_a_later_kind(source, tmp_path, features, added):
     # the new inputs start with zero weights: the frozen actor plays exactly as before
     from agents.ppo.imitation import collect_demonstrations
     from agents.ppo.inference import MaskedActor
     from agents.registry import make_agent
     from skyjo_env.core.rules import SkyjoRules
 
-    config = TrainConfig(**{**SMALL, "features": "grid_feeding"}, total_timesteps=1024,
+    config = TrainConfig(**{**SMALL, "features": features}, total_timesteps=1024,
                          init_from=str(source), value_warmup_rollouts=10, eval_interval=0,
                          checkpoint_interval=1024, seed=2)
     train(config, tmp_path)
     widened = load_policy(tmp_path / "checkpoints" / "last.zip")
-    assert read_metadata(tmp_path / "checkpoints" / "last.zip")["policy"]["features"] == "grid_feeding"
+    assert read_metadata(tmp_path / "checkpoints" / "last.zip")["policy"]["features"] == features
     before = load_policy(source)
     first = "mlp_extractor.policy_net.0.weight"
     old, new = before.state_dict()[first], widened.state_dict()[first]
-    assert new.shape == (old.shape[0], old.shape[1] + 12 + 2)
+    assert new.shape == (old.shape[0], old.shape[1] + added)
     assert torch.equal(new[:, :old.shape[1]], old) and not new[:, old.shape[1]:].any()
     rules = SkyjoRules()
     observations, masks, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
