@@ -158,14 +158,16 @@ def test_default_yaml__holds_every_key_with_its_built_in_default():
 @pytest.mark.parametrize(
     "name", ["default.yaml", "strong_2p.yaml", "strong_4p.yaml", "expert_iteration.yaml",
              "finetune_2p_feeding.yaml", "finetune_2p_feeding_stage2.yaml",
-             "finetune_4p_feeding.yaml", "finetune_4p_feeding_stage2.yaml"]
+             "finetune_4p_feeding.yaml", "finetune_4p_feeding_stage2.yaml",
+             "finetune_4p_risk.yaml"]
 )
 def test_shipped_configs__load(name):
     config = load_train_config(ROOT / "configs" / name)
     assert config.resolve_rules().num_players == config.num_players
 
 
-@pytest.mark.parametrize("name", ["finetune_2p_feeding.yaml", "finetune_4p_feeding.yaml"])
+@pytest.mark.parametrize("name", ["finetune_2p_feeding.yaml", "finetune_4p_feeding.yaml",
+                                  "finetune_4p_risk.yaml"])
 def test_shipped_configs__fine_tunes_start_from_a_shipped_model_they_fit(name, monkeypatch):
     monkeypatch.chdir(ROOT)  # init_from is relative to the repository root, as documented
     config = load_train_config(ROOT / "configs" / name)
