@@ -217,6 +217,7 @@ def collect_chunked_demonstrations(
     workers: int = 0,
     ray_address: str | None = None,
     chunk_games: int = DEMONSTRATION_CHUNK_GAMES,
+    should_stop: Callable[[], bool] | None = None,
     on_chunk_done: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every decision of ``games`` teacher self-play games, chunk by chunk (`demonstration_chunk`).
@@ -233,6 +234,7 @@ def collect_chunked_demonstrations(
         ray_address: Ray cluster to join (``"auto"``, ``"ray://host:10001"``); None starts a
             local Ray with ``workers`` CPUs when none is running.
         chunk_games: Games per chunk (changes the data; keep the default).
+        should_stop: See `run_chunks`.
         on_chunk_done: Called with a chunk's game count as each chunk ends (progress).
 
     Returns:
@@ -240,6 +242,7 @@ def collect_chunked_demonstrations(
         concatenated in chunk order.
 
     Raises:
+        ChunksStopped: ``should_stop`` answered True.
         DataWorkersError: ``workers > 0`` and Ray is not installed or cannot start/connect.
         ValueError: ``games`` is not an int >= 1.
     """
@@ -247,7 +250,7 @@ def collect_chunked_demonstrations(
         raise ValueError(f"games={games!r} is invalid: allowed an int >= 1")
     task = partial(demonstration_chunk, rules, teacher_spec, seed, teacher_seed)
     parts = run_chunks(task, chunk_sizes(games, chunk_games), workers, ray_address,
-                       on_chunk_done=on_chunk_done)
+                       should_stop=should_stop, on_chunk_done=on_chunk_done)
     return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))  # type: ignore[return-value]
 
 

@@ -114,6 +114,13 @@ class WarmStartInterrupted(CheckpointError):
     (the command line reports it in one line).
     """
 
+    @classmethod
+    def by(cls, signal_name: str) -> WarmStartInterrupted:
+        """The error for a stop by ``signal_name`` (``SIGTERM``, ``SIGINT``)."""
+        return cls(f"training stopped by {signal_name} during the imitation warm start, before "
+                   "its first checkpoint: nothing was saved and there is nothing to resume; "
+                   "start the run again without --resume")
+
 
 def evaluate_learner(model, rules: SkyjoRules, specs: list[str], games: int, seed: int) -> dict:
     """Full-game results of the learner against each baseline spec.
@@ -337,6 +344,9 @@ class Trainer:
         self.imitation_stats: dict[str, float] = {}
         self.warmup_rollouts = 0
         self._in_warm_start = False
+        #: the signal that stopped the warm start (its exception can be swallowed, e.g.
+        #: when it lands inside numba's compiler: the warm start checks this between parts)
+        self._warm_start_signal: str | None = None
 
     # paths
     @property
@@ -633,6 +643,7 @@ class Trainer:
         """Clone the teacher into the fresh policy (see `agents.ppo.imitation`)."""
         from agents.ppo.config import TrainConfigError
         from agents.ppo.imitation import (
+            ChunksStopped,
             DataWorkersError,
             clone_policy,
             collect_chunked_demonstrations,
@@ -650,16 +661,25 @@ class Trainer:
                     derived_seed(config.seed, SEED_IMITATION_DATA),
                     derived_seed(config.seed, SEED_IMITATION_TEACHER),
                     workers=config.data_workers, ray_address=config.ray_address,
+                    should_stop=lambda: self._warm_start_signal is not None,
                     on_chunk_done=bar.update,
                 )
         except DataWorkersError as error:  # Ray missing, or it cannot start or connect
             raise TrainConfigError(str(error)) from None  # the message names data_workers
+        except ChunksStopped:
+            raise WarmStartInterrupted.by(self._warm_start_signal) from None
         with self._warm_start_bar(config.imitation_epochs, "epoch",
                                   f"cloning on {len(actions):,} decisions") as bar:
+
+            def epoch_done(count: int) -> None:
+                bar.update(count)
+                if self._warm_start_signal is not None:  # its exception was swallowed
+                    raise WarmStartInterrupted.by(self._warm_start_signal)
+
             stats = clone_policy(
                 self.model.policy, observations, masks, actions, config.imitation_epochs,
                 seed=derived_seed(config.seed, SEED_IMITATION_SHUFFLE),
-                on_epoch_done=bar.update,
+                on_epoch_done=epoch_done,
             )
         stats["decisions"] = float(len(actions))
         stats["seconds"] = time.perf_counter() - started
@@ -857,11 +877,8 @@ class Trainer:
         """
         def request_stop(signum, frame):
             if self._in_warm_start:
-                raise WarmStartInterrupted(
-                    f"training stopped by {signal.Signals(signum).name} during the imitation "
-                    "warm start, before its first checkpoint: nothing was saved and there is "
-                    f"nothing to resume; start the run again without --resume"
-                )
+                self._warm_start_signal = signal.Signals(signum).name
+                raise WarmStartInterrupted.by(self._warm_start_signal)
             if self.stop_requested and signum == signal.SIGINT:
                 raise KeyboardInterrupt
             self.stop_requested = True
@@ -922,11 +939,7 @@ class Trainer:
                 try:
                     self.warm_start()
                 except KeyboardInterrupt as error:  # Ctrl-C inside a non-Python call
-                    raise WarmStartInterrupted(
-                        "training stopped by SIGINT during the imitation warm start, before its "
-                        "first checkpoint: nothing was saved and there is nothing to resume; "
-                        "start the run again without --resume"
-                    ) from error
+                    raise WarmStartInterrupted.by("SIGINT") from error
                 finally:
                     self._in_warm_start = False
         self.run_dir.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -122,28 +123,83 @@ def test_resume__killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     assert read_metadata(killed / "best.zip")["score"] == read_metadata(whole / "best.zip")["score"]
 
 
+def _stderr_reader(process: subprocess.Popen) -> tuple[threading.Thread, list[str]]:
+    """Read ``process``'s stderr character by character into a list, in a thread (the
+    progress bar rewrites its line with carriage returns, never ending it)."""
+    chunks: list[str] = []
+
+    def read() -> None:
+        while char := process.stderr.read(1):
+            chunks.append(char)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader, chunks
+
+
 def test_resume__sigterm_during_warm_start_stops_cleanly_with_nothing_to_resume(tmp_path):
     config_path = tmp_path / "slow_warm_start.yaml"
     # a warm start of many minutes: the signal surely lands inside it
-    config_path.write_text(yaml.safe_dump({**RESUMABLE, "imitation_games": 10**6}))
+    config_path.write_text(yaml.safe_dump({**RESUMABLE, "imitation_games": 10**6,
+                                           "progress": True}))
     run_dir = tmp_path / "run"
-    process = subprocess.Popen(
-        _train_command(run_dir, "--config", str(config_path)),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-    )
-    time.sleep(8)  # imports, then into the demonstrations
-    assert process.poll() is None, process.stderr.read()
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=120)
+    # with its progress bar, so that the signal is sent once the warm start has begun (a
+    # fixed wait can end during the imports on a loaded machine, or inside the first numba
+    # compilation, where the handler's exception is swallowed: the run must stop anyway)
+    command = [arg for arg in _train_command(run_dir, "--config", str(config_path))
+               if arg != "--no-progress"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path)
+    reader, chunks = _stderr_reader(process)
+    try:
+        deadline = time.monotonic() + 120
+        while "warm start: ev games" not in "".join(chunks):
+            assert process.poll() is None and time.monotonic() < deadline, "".join(chunks)
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=120)
+    finally:
+        process.kill()  # nothing when it has ended
+    reader.join(timeout=10)
+    stderr = "".join(chunks)
     assert process.returncode != 0
     assert "Traceback" not in stderr, stderr
-    assert "warm start" in stderr and "nothing to resume" in stderr, stderr
-    assert len(stderr.strip().splitlines()) == 1, stderr
+    lines = [line for line in stderr.replace("\r", "\n").splitlines()
+             if line.strip() and not line.startswith("warm start:")]
+    assert len(lines) == 1, stderr  # the bar's lines aside
+    assert "warm start" in lines[0] and "nothing to resume" in lines[0], stderr
     assert not (run_dir / "checkpoints").exists() and not (run_dir / "eval.jsonl").exists()
     again = subprocess.run(_train_command(run_dir, "--resume"), capture_output=True, text=True,
                            cwd=tmp_path, timeout=120)
     assert again.returncode == 2
     assert len(again.stderr.strip().splitlines()) == 1 and "nothing to resume" in again.stderr
+
+
+def test_train__a_stop_whose_exception_was_swallowed_still_ends_the_warm_start(
+        tmp_path, monkeypatch):
+    # a signal landing inside code that catches every exception (numba's compiler does)
+    # loses the handler's exception: the warm start stops at the end of that chunk
+    import agents.ppo.imitation as imitation
+    from agents.ppo.training import WarmStartInterrupted
+
+    real_chunk = imitation.demonstration_chunk
+    chunks = []
+
+    def swallowing_chunk(*args):
+        chunks.append(args)
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)  # the handler runs and raises here
+        except Exception:
+            pass
+        return real_chunk(*args)
+
+    monkeypatch.setattr(imitation, "demonstration_chunk", swallowing_chunk)
+    config = TrainConfig(**{**RESUMABLE, "imitation_games": 3 * imitation.DEMONSTRATION_CHUNK_GAMES})
+    with pytest.raises(WarmStartInterrupted, match="stopped by SIGTERM during the imitation warm"):
+        train(config, tmp_path / "run")
+    assert len(chunks) == 1
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 def test_trainer_restore__a_checkpoint_without_training_state_is_a_clear_error(tmp_path):
