@@ -671,8 +671,8 @@ class Trainer:
         with self._warm_start_bar(config.imitation_epochs, "epoch",
                                   f"cloning on {len(actions):,} decisions") as bar:
 
-            def epoch_done(count: int) -> None:
-                bar.update(count)
+            def epoch_done() -> None:
+                bar.update()
                 if self._warm_start_signal is not None:  # its exception was swallowed
                     raise WarmStartInterrupted.by(self._warm_start_signal)
 
