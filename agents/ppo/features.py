@@ -80,6 +80,12 @@ def line_mates(rules: SkyjoRules) -> list[np.ndarray]:
     return kinds
 
 
+def unseen_probabilities(unseen: torch.Tensor) -> torch.Tensor:
+    """The chance that an unseen card has each value: unseen counts float32 (N, V) divided
+    by their sum (by 1 when nothing is unseen, giving zeros), float32 (N, V)."""
+    return unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
+
+
 class _ObservationFeatures(torch.nn.Module):
     """A parameter-free module over observations: index tables and constants are buffers
     that are not saved (a checkpoint records only the features name; they are rebuilt
@@ -142,7 +148,7 @@ class GridFeatures(_ObservationFeatures):
         values, cards, unseen = numbers[:, :slots], numbers[:, slots:slots + 2], numbers[:, slots + 2:]
         hidden, cleared, has_held = flags[:, :slots], flags[:, slots:2 * slots], flags[:, 2 * slots:]
         face_up = ~(hidden | cleared)
-        probs = unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
+        probs = unseen_probabilities(unseen)
         mean = (probs * self._values).sum(dim=1, keepdim=True)
         expected = torch.where(face_up, values, torch.where(hidden, mean, zero))
         up_values = torch.where(face_up, values, self._nan)  # nan equals nothing
@@ -275,7 +281,7 @@ class FeedingFeatures(_ObservationFeatures):
         own_up = torch.where(own_hidden | own_cleared, nan, own)
         slot_feeds = (own_up[:, :, None] == wanted).any(dim=2)
         held_feeds = (held[:, :, None] == wanted).any(dim=2) & has_held
-        probs = unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
+        probs = unseen_probabilities(unseen)
         chance = (probs * self._value_in(wanted)).sum(dim=1, keepdim=True)
         parts = [slot_feeds.float(), held_feeds.float(), chance]
         if self.waits:
@@ -348,7 +354,7 @@ class RiskFeatures(_ObservationFeatures):
         totals = numbers[:, -players:]  # already / target
         hidden = flags[:, :seats].view(batch, players, slots)
         cleared = flags[:, seats:].view(batch, players, slots)
-        probs = unseen / unseen.sum(dim=1, keepdim=True).clamp(min=1.0)
+        probs = unseen_probabilities(unseen)
         mean = (probs * self._values).sum(dim=1, keepdim=True)  # (N, 1)
         face_up = ~(hidden | cleared)
         hidden_count = hidden.float().sum(dim=2)  # (N, P)
