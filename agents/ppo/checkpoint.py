@@ -413,26 +413,30 @@ def check_initial_network(
     path: str | Path, rules: SkyjoRules, architecture: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Check that a checkpoint can start a training run (``init_from``) of ``rules`` whose
-    config builds ``architecture`` (`TrainConfig.policy_architecture`): the same rules,
-    net_arch and activation, and the same network input or an earlier kind of it (the
-    `FEATURES` each extend the one before: see `widened_state`).
+    config builds ``architecture`` (`TrainConfig.policy_architecture`): the same rules and
+    activation, as many hidden layers each at least as wide, and the same network input or
+    an earlier kind of it (the `FEATURES` each extend the one before). A smaller network is
+    grown into the config's: see `widened_state`.
 
     Returns:
         The checkpoint's metadata.
 
     Raises:
         CheckpointError: The file is missing or corrupt, was trained for other rules or
-            another observation layout, or has another net_arch or activation, or a later
-            kind of features (each difference named).
+            another observation layout, or has another activation, another number of
+            hidden layers, a wider one, or a later kind of features (each difference named).
     """
     metadata = read_metadata(path)
     check_compatible(metadata, rules, path)
     saved = policy_architecture(metadata, path)
-    differing = [
-        f"{key} {saved[key]!r} (the config asks for {architecture[key]!r})"
-        for key in ("net_arch", "activation")
-        if saved[key] != architecture[key]
-    ]
+    differing = []
+    if not _grows_into(saved["net_arch"], architecture["net_arch"]):
+        differing.append(f"net_arch {saved['net_arch']!r} (the config asks for "
+                         f"{architecture['net_arch']!r}: it can only widen layers, not narrow, "
+                         "add or remove them)")
+    if saved["activation"] != architecture["activation"]:
+        differing.append(f"activation {saved['activation']!r} (the config asks for "
+                         f"{architecture['activation']!r})")
     if FEATURES.index(saved["features"]) > FEATURES.index(architecture["features"]):
         # an earlier kind is widened (`widened_state`); a later one would lose inputs
         differing.append(f"features {saved['features']!r} (the config asks for "
@@ -445,33 +449,61 @@ def check_initial_network(
     return metadata
 
 
-def widened_state(saved: Mapping[str, Any], expected: Mapping[str, Any]) -> dict[str, Any]:
-    """A policy state_dict of a network with fewer input features, made to fit one with
-    more: the first layer of the actor and of the critic (``mlp_extractor.*.0.weight``,
-    (H, D) for D inputs) gets zero weights for the inputs the saved network lacked.
+def _grows_into(saved: list[int], wanted: list[int]) -> bool:
+    """Whether hidden layers ``saved`` can be widened into ``wanted`` (same depth, no
+    layer narrower)."""
+    return len(saved) == len(wanted) and all(s <= w for s, w in zip(saved, wanted, strict=True))
 
-    The `FEATURES` kinds each append columns to the one before, so the widened network
-    computes exactly what the saved one did, and training learns to use the new inputs.
-    Every other entry is returned as it is (and checked by the caller).
+
+#: The state_dict prefixes of the actor's and critic's layers, which `widened_state` grows.
+_GROWN_LAYERS = ("mlp_extractor.", "action_net.", "value_net.")
+
+
+def widened_state(saved: Mapping[str, Any], expected: Mapping[str, Any]) -> dict[str, Any]:
+    """A policy state_dict of a smaller network (fewer input features, narrower hidden
+    layers of the same depth) made to fit a larger one that computes exactly the same
+    actions and values, and can learn to use what was added (net2net-style growth).
+
+    ``expected`` is the larger network's freshly initialised state_dict. For each layer
+    (weight (OUT, IN), bias (OUT,)) the saved block keeps its place at the top left; the
+    saved units' weights from added inputs (new features, new units of the layer below) are
+    zero, so they compute what they did; added units keep their fresh initialisation, and
+    since every unit above ignores them (those zero weights), they change no output until
+    training moves those weights. The `FEATURES` kinds each append columns to the one
+    before, so new features are new last inputs. Every other entry is returned as it is
+    (and checked by the caller).
+
+    Args:
+        saved: The checkpoint's ``policy.pth`` state_dict.
+        expected: The larger policy's state_dict (its shapes, and its added units' values).
+
+    Returns:
+        A new dict; ``saved`` and ``expected`` are not modified.
     """
     import torch
 
     widened = dict(saved)
     for key, value in saved.items():
         target = expected.get(key)
-        if (key.startswith("mlp_extractor.") and key.endswith(".0.weight")
-                and isinstance(value, torch.Tensor) and isinstance(target, torch.Tensor)
-                and value.ndim == 2 and target.ndim == 2 and value.shape[0] == target.shape[0]
-                and value.shape[1] < target.shape[1]):
-            widened[key] = torch.cat(
-                [value, value.new_zeros(value.shape[0], target.shape[1] - value.shape[1])], dim=1)
+        if (key.startswith(_GROWN_LAYERS) and isinstance(value, torch.Tensor)
+                and isinstance(target, torch.Tensor) and value.ndim == target.ndim
+                and value.ndim in (1, 2) and value.shape != target.shape
+                and all(s <= t for s, t in zip(value.shape, target.shape, strict=True))):
+            grown = target.detach().clone()
+            if value.ndim == 1:
+                grown[:value.shape[0]] = value
+            else:
+                grown[:value.shape[0], :value.shape[1]] = value
+                grown[:value.shape[0], value.shape[1]:] = 0.0
+            widened[key] = grown
     return widened
 
 
 def load_policy_weights(path: str | Path, policy, widen: bool = False) -> None:
     """Load a checkpoint's policy weights (actor, critic, features) into ``policy``, a
-    MaskableActorCriticPolicy of the same architecture (with ``widen``, or of more input
-    features: `widened_state`); its optimizer is left alone.
+    MaskableActorCriticPolicy of the same architecture (with ``widen``, or a larger one:
+    more input features, wider hidden layers; `widened_state`); its optimizer is left
+    alone.
 
     The tensors are read with ``weights_only=True`` and checked against ``policy`` first,
     so on an error ``policy`` is unchanged.

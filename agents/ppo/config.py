@@ -142,8 +142,10 @@ class TrainConfig(BaseModel):
     whose actor and critic weights this run starts from, in place of the imitation warm
     start (skipped; the value warm-up rollouts still run). The optimizer, the opponent
     pool and the step count start fresh: to continue a stopped run use ``--resume``
-    instead. The network must be trained for this run's rules and have its ``net_arch``,
-    ``activation`` and ``features``; checked before any work."""
+    instead. The network must be trained for this run's rules and have its ``activation``;
+    a smaller one is grown into this config's (hidden layers as many and no wider than
+    ``net_arch``, ``features`` the same or an earlier kind), computing the same actions
+    and values at first (`agents.ppo.checkpoint.widened_state`). Checked before any work."""
     imitation_teacher: str = Field("ev", min_length=1)
     """Agent spec whose moves the policy clones before PPO (see `agents.ppo.imitation`);
     not used with ``init_from``."""

@@ -626,8 +626,9 @@ class Trainer:
     # warm starts: a saved network or imitation
     def start_from_network(self) -> None:
         """Load ``init_from``'s actor and critic into the fresh model (`run` has checked
-        the network with `agents.ppo.config.check_warm_start`; a network of an earlier
-        kind of ``features`` is widened with zero weights for the new inputs); the value
+        the network with `agents.ppo.config.check_warm_start`; a smaller network, of an
+        earlier kind of ``features`` or narrower hidden layers, is grown with zero weights
+        from what it lacked: `agents.ppo.checkpoint.widened_state`); the value
         warm-up rollouts follow, since this run's reward or shaping may differ from the
         network's."""
         from agents.ppo.checkpoint import load_policy_weights, read_metadata

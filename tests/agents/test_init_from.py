@@ -81,7 +81,8 @@ def test_init_from__skips_the_imitation_teacher(source):
 @pytest.mark.parametrize(
     "changes, fragment",
     [
-        ({"net_arch": [64, 64]}, "net_arch [32, 32] (the config asks for [64, 64])"),
+        ({"net_arch": [16, 32]}, "net_arch [32, 32] (the config asks for [16, 32]: it can only widen"),
+        ({"net_arch": [32, 32, 32]}, "net_arch [32, 32] (the config asks for [32, 32, 32]"),
         ({"activation": "tanh"}, "activation 'relu' (the config asks for 'tanh')"),
         ({"features": "raw"}, "features 'grid' (the config asks for 'raw', which lacks"),
         ({"num_players": 3}, "was trained for other rules: num_players=2 (asked 3)"),
@@ -100,7 +101,7 @@ def test_train_cli__init_from_mistakes_are_one_line_and_write_nothing(source, tm
     corrupt = tmp_path / "corrupt.zip"
     corrupt.write_bytes(b"not a zip")
     config = tmp_path / "small.yaml"
-    config.write_text("net_arch: [64, 64]\n")
+    config.write_text("net_arch: [16, 16]\n")
     cases = [
         (["--init-from", str(tmp_path / "missing.zip")], "does not exist"),
         (["--init-from", str(corrupt)], "corrupt.zip"),
@@ -116,15 +117,28 @@ def test_train_cli__init_from_mistakes_are_one_line_and_write_nothing(source, tm
         assert not run_dir.exists()
 
 
-@pytest.mark.parametrize("features, added", [("grid_feeding", 12 + 2),
-                                             ("grid_feeding_waits_risk", 12 + 2 + 12 + 1 + 10)])
-def test_init_from__widens_a_grid_network_into_a_later_kind(source, tmp_path, features, added):
-    # the new inputs start with zero weights: the frozen actor plays exactly as before
+def _assert_same_logits(policy, reference) -> None:
+    """Both policies give the same masked logits over the decisions of a few `ev` games
+    (up to float rounding: a wider layer sums in another order)."""
     from agents.ppo.imitation import collect_demonstrations
     from agents.ppo.inference import MaskedActor
     from agents.registry import make_agent
     from skyjo_env.core.rules import SkyjoRules
 
+    rules = SkyjoRules()
+    observations, masks, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
+                                                    games=4, seed=0)
+    obs, legal = torch.as_tensor(observations), torch.as_tensor(masks)
+    with torch.no_grad():
+        torch.testing.assert_close(MaskedActor(policy).masked_logits(obs, legal),
+                                   MaskedActor(reference).masked_logits(obs, legal),
+                                   rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("features, added", [("grid_feeding", 12 + 2),
+                                             ("grid_feeding_waits_risk", 12 + 2 + 12 + 1 + 10)])
+def test_init_from__widens_a_grid_network_into_a_later_kind(source, tmp_path, features, added):
+    # the new inputs start with zero weights: the frozen actor plays exactly as before
     config = TrainConfig(**{**SMALL, "features": features}, total_timesteps=1024,
                          init_from=str(source), value_warmup_rollouts=10, eval_interval=0,
                          checkpoint_interval=1024, seed=2)
@@ -136,13 +150,7 @@ def test_init_from__widens_a_grid_network_into_a_later_kind(source, tmp_path, fe
     old, new = before.state_dict()[first], widened.state_dict()[first]
     assert new.shape == (old.shape[0], old.shape[1] + added)
     assert torch.equal(new[:, :old.shape[1]], old) and not new[:, old.shape[1]:].any()
-    rules = SkyjoRules()
-    observations, masks, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
-                                                    games=4, seed=0)
-    obs, legal = torch.as_tensor(observations), torch.as_tensor(masks)
-    with torch.no_grad():
-        torch.testing.assert_close(MaskedActor(widened).masked_logits(obs, legal),
-                                   MaskedActor(before).masked_logits(obs, legal))
+    _assert_same_logits(widened, before)
 
 
 def test_init_from__a_grid_feeding_network_cannot_start_a_grid_run(source, tmp_path):
@@ -170,3 +178,44 @@ def test_init_from__a_resumed_run_no_longer_needs_the_network(source, tmp_path):
     with pytest.raises(TrainConfigError, match="config key 'init_from': .*does not exist"):
         train(TrainConfig(**base, total_timesteps=1024), tmp_path / "other")
     assert not (tmp_path / "other").exists()
+
+
+def test_init_from__grows_hidden_layers_and_plays_as_before(source, tmp_path):
+    # net2net: the source's units keep their weights and ignore the added ones, and the
+    # added units' weights into the layers above are zero; the frozen actor plays as before
+    config = TrainConfig(**{**SMALL, "net_arch": [48, 64], "features": "grid_feeding"},
+                         total_timesteps=1024, init_from=str(source), value_warmup_rollouts=10,
+                         eval_interval=0, checkpoint_interval=1024, seed=2)
+    train(config, tmp_path)
+    grown = load_policy(tmp_path / "checkpoints" / "last.zip")
+    assert read_metadata(tmp_path / "checkpoints" / "last.zip")["policy"]["net_arch"] == [48, 64]
+    before = load_policy(source)
+    old, new = before.state_dict(), grown.state_dict()
+    hidden = "mlp_extractor.policy_net.2.weight"  # (64, 48) from (32, 32)
+    assert new[hidden].shape == (64, 48)
+    assert torch.equal(new[hidden][:32, :32], old[hidden]) and not new[hidden][:32, 32:].any()
+    assert new[hidden][32:].abs().sum() > 0  # the added units are initialised, not dead
+    assert not new["action_net.weight"][:, 32:].any()
+    _assert_same_logits(grown, before)
+
+
+def test_widened_state__keeps_the_outputs_of_a_network_grown_in_inputs_and_width():
+    # the rule on its own, over plain layers: saved block at the top left, zero weights of
+    # saved units from added inputs, fresh values for added units, the same outputs
+    from agents.ppo.checkpoint import widened_state
+
+    torch.manual_seed(0)
+    small = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    large = torch.nn.Sequential(torch.nn.Linear(7, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2))
+    rename = {f"{i}.{kind}": f"mlp_extractor.policy_net.{i}.{kind}"
+              for i in (0, 2) for kind in ("weight", "bias")}
+    saved = {rename[k]: v for k, v in small.state_dict().items()}
+    fresh = {rename[k]: v.clone() for k, v in large.state_dict().items()}
+    state = widened_state(saved, fresh)
+    large.load_state_dict({k: state[rename[k]] for k in rename})
+    first = state["mlp_extractor.policy_net.0.weight"]
+    assert torch.equal(first[3:], fresh["mlp_extractor.policy_net.0.weight"][3:])
+    assert not first[:3, 5:].any()
+    inputs = torch.randn(64, 7)
+    torch.testing.assert_close(large(inputs), small(inputs[:, :5]))
+    assert torch.equal(saved["mlp_extractor.policy_net.0.weight"], small[0].weight)  # untouched
