@@ -155,19 +155,30 @@ def test_default_yaml__holds_every_key_with_its_built_in_default():
     assert data == TrainConfig().to_dict()
 
 
-@pytest.mark.parametrize(
-    "name", ["default.yaml", "strong_2p.yaml", "strong_4p.yaml", "expert_iteration.yaml",
-             "finetune_2p_feeding.yaml", "finetune_2p_feeding_stage2.yaml",
-             "finetune_4p_feeding.yaml", "finetune_4p_feeding_stage2.yaml",
-             "finetune_4p_risk.yaml"]
-)
+SHIPPED_CONFIGS = sorted(path.name for path in (ROOT / "configs").glob("*.yaml"))
+
+
+def _starts_from_a_shipped_model(name: str) -> bool:
+    data = yaml.safe_load((ROOT / "configs" / name).read_text()) or {}
+    return str(data.get("init_from") or "").startswith("models/")
+
+
+#: The presets that fine-tune a shipped network (``init_from: models/...``).
+FINE_TUNES = [name for name in SHIPPED_CONFIGS if _starts_from_a_shipped_model(name)]
+
+
+def test_shipped_configs__the_lists_hold_the_presets():
+    assert {"default.yaml", "strong_2p.yaml", "strong_4p.yaml"} <= set(SHIPPED_CONFIGS)
+    assert {"finetune_4p_risk.yaml", "finetune_4p_wide.yaml"} <= set(FINE_TUNES)
+
+
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
 def test_shipped_configs__load(name):
     config = load_train_config(ROOT / "configs" / name)
     assert config.resolve_rules().num_players == config.num_players
 
 
-@pytest.mark.parametrize("name", ["finetune_2p_feeding.yaml", "finetune_4p_feeding.yaml",
-                                  "finetune_4p_risk.yaml"])
+@pytest.mark.parametrize("name", FINE_TUNES)
 def test_shipped_configs__fine_tunes_start_from_a_shipped_model_they_fit(name, monkeypatch):
     monkeypatch.chdir(ROOT)  # init_from is relative to the repository root, as documented
     config = load_train_config(ROOT / "configs" / name)
