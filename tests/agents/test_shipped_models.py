@@ -29,7 +29,8 @@ MODELS = Path(__file__).resolve().parents[2] / "models"
 #: every shipped network: its players and its features kind
 SHIPPED = {"ppo_2p": (2, "grid"), "ppo_4p": (4, "grid"), "ppo_2p_feeding": (2, "grid_feeding"),
            "ppo_4p_feeding": (4, "grid_feeding_waits"), "ppo_2p_distilled": (2, "grid_feeding"),
-           "ppo_4p_stage3": (4, "grid_feeding_waits"), "ppo_4p_stage4": (4, "grid_feeding_waits")}
+           "ppo_4p_stage3": (4, "grid_feeding_waits"), "ppo_4p_stage4": (4, "grid_feeding_waits"),
+           "ppo_4p_stage5": (4, "grid_feeding_waits")}
 
 
 @pytest.mark.parametrize("name, players", [(name, players) for name, (players, _) in SHIPPED.items()])
