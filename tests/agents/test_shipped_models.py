@@ -30,7 +30,7 @@ MODELS = Path(__file__).resolve().parents[2] / "models"
 SHIPPED = {"ppo_2p": (2, "grid"), "ppo_4p": (4, "grid"), "ppo_2p_feeding": (2, "grid_feeding"),
            "ppo_4p_feeding": (4, "grid_feeding_waits"), "ppo_2p_distilled": (2, "grid_feeding"),
            "ppo_4p_stage3": (4, "grid_feeding_waits"), "ppo_4p_stage4": (4, "grid_feeding_waits"),
-           "ppo_4p_stage5": (4, "grid_feeding_waits")}
+           "ppo_4p_stage5": (4, "grid_feeding_waits"), "ppo_2p_stage3": (2, "grid_feeding")}
 
 
 @pytest.mark.parametrize("name, players", [(name, players) for name, (players, _) in SHIPPED.items()])
