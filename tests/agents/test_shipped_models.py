@@ -33,6 +33,11 @@ SHIPPED = {"ppo_2p": (2, "grid"), "ppo_4p": (4, "grid"), "ppo_2p_feeding": (2, "
            "ppo_4p_stage5": (4, "grid_feeding_waits"), "ppo_2p_stage3": (2, "grid_feeding")}
 
 
+def test_shipped_list__names_every_network_in_models():
+    on_disk = {path.stem for path in MODELS.glob("*.zip")}
+    assert on_disk == set(SHIPPED), "add new models/*.zip files to SHIPPED (and drop removed ones)"
+
+
 @pytest.mark.parametrize("name, players", [(name, players) for name, (players, _) in SHIPPED.items()])
 def test_shipped_model__loads_and_plays_legal_full_games(name, players):
     path = MODELS / f"{name}.zip"
