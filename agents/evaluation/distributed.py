@@ -164,6 +164,38 @@ def check_reachable(address: str, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) 
         ) from error
 
 
+#: The Ray logger that announces, on every new local cluster, that token authentication
+#: is on (`quiet_token_auth_notice`).
+TOKEN_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+class _TokenAuthNoticeFilter(logging.Filter):
+    """Drops Ray's "Token authentication is enabled" notice, passes every other record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+
+@contextmanager
+def quiet_token_auth_notice() -> Iterator[None]:
+    """Within the block, Ray's notice that a new local cluster has token authentication
+    on is not logged.
+
+    Ray turns token authentication on by itself for a new local cluster (the token lives
+    in ``~/.ray/auth_token``) and logs a WARNING saying so on every start, which made
+    every ``evaluate.py --workers N`` run open with a warning about nothing wrong. The
+    protection stays as Ray sets it; only that one record is dropped (the warning that
+    authentication is *disabled*, and everything else, still shows).
+    """
+    logger = logging.getLogger(TOKEN_AUTH_LOGGER)
+    notice_filter = _TokenAuthNoticeFilter()
+    logger.addFilter(notice_filter)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice_filter)
+
+
 @contextmanager
 def ray_session(
     workers: int | None = None,
@@ -191,6 +223,18 @@ def ray_session(
     if ray.is_initialized():
         yield ray
         return
+    with quiet_token_auth_notice():
+        _init_ray(ray, workers, address)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _init_ray(ray, workers: int | None, address: str | None) -> None:
+    """``ray.init`` for `ray_session`: connect to ``address``, or start a local Ray with
+    ``workers`` CPUs; Ray's driver logs kept to warnings, the caller's SIGTERM handler
+    kept. Raises `DistributedSetupError` in one line when Ray cannot start or connect."""
     quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
     # ray.init installs its own SIGTERM handler (sys.exit); keep the caller's (the trainer
     # stops cleanly on SIGTERM)
@@ -216,10 +260,6 @@ def ray_session(
     finally:
         if previous_sigterm is not None:
             signal.signal(signal.SIGTERM, previous_sigterm)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def play_chunk(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 
@@ -14,11 +15,13 @@ import pytest
 
 from agents.cli.evaluate import main
 from agents.evaluation.distributed import (
+    TOKEN_AUTH_LOGGER,
     DistributedSetupError,
     chunk_ranges,
     default_chunk_deals,
     evaluate_agents_distributed,
     play_chunk,
+    quiet_token_auth_notice,
     ray_session,
 )
 from agents.evaluation.games import AgentActionError, GameRecords, play_deals, play_games
@@ -306,3 +309,32 @@ def test_evaluate_agents_distributed__all_orders_equal_in_process_and_resume_by_
     with pytest.raises(ResumeError, match="seating"):  # a cyclic run is another tournament
         evaluate_agents_distributed(specs, SkyjoRules(), 30, 6, chunk_deals=2,
                                     progress=False, resume=tmp_path / "a")
+
+
+def test_quiet_token_auth_notice__drops_only_the_enabled_notice_and_only_in_the_block(caplog):
+    logger = logging.getLogger(TOKEN_AUTH_LOGGER)
+    enabled = "Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=..."
+    disabled = "Token authentication is disabled for this Ray cluster. Anyone with ..."
+    with caplog.at_level(logging.WARNING, logger=TOKEN_AUTH_LOGGER):
+        with quiet_token_auth_notice():
+            logger.warning(enabled)
+            logger.warning(disabled)
+        logger.warning(enabled)
+    assert [record.getMessage() for record in caplog.records] == [disabled, enabled]
+
+
+def test_ray_session__new_local_cluster_keeps_token_auth_without_the_warning(tmp_path):
+    # a fresh process and home: Ray must not be running yet, and no token exists
+    probe = (
+        "from agents.evaluation.distributed import ray_session\n"
+        "with ray_session(workers=1) as ray:\n"
+        "    print('sum', ray.get(ray.remote(lambda: 1 + 1).remote()))\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("RAY_AUTH_MODE", None)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=env, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "sum 2" in done.stdout
+    assert "Token authentication" not in done.stderr
+    assert (tmp_path / ".ray" / "auth_token").is_file()  # Ray's protection still on
