@@ -1,4 +1,5 @@
-"""Command line of `train.py` / ``skyjo-train``: parse, load the config, call `agents.ppo.training.train`."""
+"""Command line of `train.py` / ``skyjo-train``: parse, load the config, call
+`agents.training.trainer.train` (which checks the config once before any work)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 
 from agents.cli import EXIT_INTERRUPTED
 from agents.ppo.checkpoint import CheckpointError
-from agents.ppo.config import TrainConfigError, check_agent_specs, load_train_config
-from agents.ppo.training import WarmStartInterrupted, train
 from agents.registry import AgentSpecError
+from agents.training.config import TrainConfigError, load_train_config
+from agents.training.trainer import train
+from agents.training.warm_start import WarmStartInterrupted
 
 DEFAULT_RUN_DIR = "runs/default"
 
@@ -63,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        # every config mistake surfaces here, before any training work starts
         config = load_train_config(
             config_path,
             seed=args.seed,
@@ -71,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             init_from=args.init_from,
             progress=False if args.no_progress else None,
         )
-        check_agent_specs(config, resuming=args.resume)
+        # every other mistake (agent specs, init_from, Ray) surfaces in train's first
+        # step, before any training work starts
         summary = train(config, run_dir, resume=args.resume)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
         print(f"error: {error}", file=sys.stderr)
