@@ -1,5 +1,5 @@
-"""Command line of `train.py` / ``skyjo-train``: parse, load the config, call
-`agents.training.trainer.train` (which checks the config once before any work)."""
+"""Command line of `train.py` / ``skyjo-train``: parse, load the config, check the start
+once (`agents.training.start.prepare_start`), call `agents.training.trainer.run_training`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from agents.cli import EXIT_INTERRUPTED
 from agents.ppo.checkpoint import CheckpointError
 from agents.registry import AgentSpecError
 from agents.training.config import TrainConfigError, load_train_config
-from agents.training.trainer import train
+from agents.training.start import prepare_start
+from agents.training.trainer import run_training
 from agents.training.warm_start import WarmStartInterrupted
 
 DEFAULT_RUN_DIR = "runs/default"
@@ -72,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             init_from=args.init_from,
             progress=False if args.no_progress else None,
         )
-        # every other mistake (agent specs, init_from, Ray) surfaces in train's first
-        # step, before any training work starts
-        summary = train(config, run_dir, resume=args.resume)
+        # every config mistake surfaces here, before any training work starts
+        start = prepare_start(config, resume=args.resume)
+        summary = run_training(start, run_dir)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INTERRUPTED

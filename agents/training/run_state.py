@@ -59,7 +59,9 @@ def _opponent_key(trainer: Trainer, agent) -> str:
     return agent.name
 
 
-def export_run_state(trainer: Trainer, timesteps: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def export_run_state(
+    trainer: Trainer, timesteps: int
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Everything besides weights and optimizer that ``trainer``'s run continues from.
 
     The env's games, generator and opponents come from `SkyjoVecEnv.export_state`.
@@ -72,7 +74,9 @@ def export_run_state(trainer: Trainer, timesteps: int) -> tuple[dict[str, Any], 
     import torch
 
     model = trainer.model
-    env_state, env_arrays = trainer.vec_env.export_state(lambda agent: _opponent_key(trainer, agent))
+    env_state, env_arrays = trainer.vec_env.export_state(
+        lambda agent: _opponent_key(trainer, agent)
+    )
     # SB3 shuffles minibatches with the legacy global generator, so it is part of the run
     legacy = np.random.get_state(legacy=False)  # noqa: NPY002
     state = {
@@ -245,7 +249,9 @@ def _restore_global_generators(state: dict[str, Any], arrays: dict[str, np.ndarr
     torch.set_rng_state(torch.from_numpy(arrays["torch_rng"].copy()))
 
 
-def import_run_state(trainer: Trainer, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+def import_run_state(
+    trainer: Trainer, state: dict[str, Any], arrays: dict[str, np.ndarray]
+) -> None:
     """Put `export_run_state` back into a freshly built model, env and trainer.
 
     Raises:

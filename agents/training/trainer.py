@@ -504,13 +504,20 @@ def _log_evaluation(logger, results: dict, score: float, snapshots: int) -> None
     logger.record("eval/snapshots", snapshots)
 
 
+def run_training(start: TrainingStart, run_dir: str | Path,
+                 on_evaluation: Callable[[int, float], bool] | None = None) -> dict[str, Any]:
+    """Train (or resume) the run of a checked start; see `Trainer.run` (and `Trainer` for
+    ``on_evaluation``)."""
+    return Trainer(start, run_dir, on_evaluation=on_evaluation).run()
+
+
 def train(config: TrainConfig, run_dir: str | Path, resume: bool = False,
           on_evaluation: Callable[[int, float], bool] | None = None) -> dict[str, Any]:
     """Train (or resume) a run: check the config once (`prepare_start`), then
-    `Trainer.run` (see `Trainer` for ``on_evaluation``).
+    `run_training`.
 
     Raises:
         TrainConfigError: A bad agent spec, ``init_from`` or teacher, or Ray missing
             (before any work); see `Trainer.run` for the rest.
     """
-    return Trainer(prepare_start(config, resume), run_dir, on_evaluation=on_evaluation).run()
+    return run_training(prepare_start(config, resume), run_dir, on_evaluation=on_evaluation)

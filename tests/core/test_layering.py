@@ -133,7 +133,8 @@ def test_every_module__imports_on_its_own_in_a_fresh_interpreter(module, importe
 
 
 @pytest.mark.parametrize("package, forbidden", list(NEVER_IMPORTS.items()))
-def test_layering__agents_packages_never_import_the_layers_above(package, forbidden, imported_alone):
+def test_layering__agents_packages_never_import_the_layers_above(package, forbidden,
+                                                                 imported_alone):
     ours = [module for module in MODULES if _within(module, package)]
     assert ours, f"no module in {package}"
     # what importing each module really loads (package __init__ files included) ...
