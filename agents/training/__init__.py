@@ -5,5 +5,5 @@ trainer loop (`trainer`) and its parts (`warm_start`, `callbacks`, `evaluator`,
 search games and fitting (`expert`) and the reward shaping (`shaping`).
 
 Training uses the network agent (`agents.ppo`), the registry, evaluation and search; none
-of those imports this package. Importing it loads neither torch nor Ray: `train` does.
+of those imports this package. Importing `trainer` loads neither torch nor Ray: training does.
 """
