@@ -1,30 +1,36 @@
-"""Agents for skyjo-rl: baselines, PPO, search, the agent registry, evaluation, sweeps and
-the command lines.
+"""Agents for skyjo-rl: baselines, PPO, search, the agent registry, evaluation, training,
+sweeps and the command lines.
 
 `make_agent` builds an agent from a spec (``random``, ``greedy``, ``ev``,
 ``package.module:Class``, ``ppo:PATH``, ``search:BASE``); `play_tournament` and
 `evaluate_agents` pit agents against each other over duplicated, seat-rotated deals.
 """
 
-from agents.evaluation.games import AgentActionError, TooManyGamesError, play_games
-from agents.evaluation.tournament import (
-    AgentStats,
-    TournamentResult,
-    evaluate_agents,
-    play_tournament,
-)
-from agents.registry import AgentSpecError, make_agent
-from skyjo_env.protocol import Agent, RandomAgent
+import importlib
 
-_HEURISTICS = ("EVAgent", "GreedyAgent")
+#: Where each exported name lives. They load on first use, so importing a subpackage
+#: (`agents.ppo`, `agents.search`) never drags in the layers above it, and a problem in
+#: one (the heuristics) never breaks `import agents`.
+_EXPORTS = {
+    "AgentActionError": "agents.evaluation.games",
+    "TooManyGamesError": "agents.evaluation.games",
+    "play_games": "agents.evaluation.games",
+    "AgentStats": "agents.evaluation.tournament",
+    "TournamentResult": "agents.evaluation.tournament",
+    "evaluate_agents": "agents.evaluation.tournament",
+    "play_tournament": "agents.evaluation.tournament",
+    "AgentSpecError": "agents.registry",
+    "make_agent": "agents.registry",
+    "Agent": "skyjo_env.protocol",
+    "RandomAgent": "skyjo_env.protocol",
+    "EVAgent": "agents.baselines.heuristics",
+    "GreedyAgent": "agents.baselines.heuristics",
+}
 
 
 def __getattr__(name: str):
-    # the heuristics load on first use, so a problem there never breaks `import agents`
-    if name in _HEURISTICS:
-        from agents.baselines import heuristics
-
-        return getattr(heuristics, name)
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'agents' has no attribute {name!r}")
 
 

@@ -33,7 +33,7 @@ from agents.baselines.heuristics import EVAgent
 from agents.evaluation.games import agent_seed
 from agents.evaluation.tournament import play_tournament
 from agents.ppo import PPOAgent, load_ppo_agent
-from agents.ppo.imitation import collect_demonstrations
+from agents.training.imitation import collect_demonstrations
 from skyjo_env.core.rules import SkyjoRules
 
 MODEL = "models/ppo_2p.zip"

@@ -1,6 +1,6 @@
 """Distil the search's action values (soft targets), not its picks, into a network.
 
-Expert iteration fits the network to the moves the search plays (`agents.ppo.expert`). On
+Expert iteration fits the network to the moves the search plays (`agents.training.expert`). On
 ``ppo_2p`` that gained nothing measurable: the search switches the network's move in about
 13% of decisions, and a fit to those picks did not learn them (README, "Expert
 iteration"). A pick throws away how sure the search was. This script keeps it: every
@@ -8,7 +8,7 @@ searched decision of a games file (``skyjo-distill --keep-games``) is labelled w
 search's mean rollout value of each action it tries and the standard error of each
 action's paired advantage over the network's own move (`SearchAgent.action_values`); the
 network is then fitted by cross-entropy to ``prior * exp(advantage / temperature)``
-(`agents.ppo.expert.soft_search_targets`, optionally with noisy advantages shrunk), and
+(`agents.training.expert.soft_search_targets`, optionally with noisy advantages shrunk), and
 each fitted network plays ``ev`` on the same deals as the network it came from.
 
 Printed per fit: the share of labelled decisions whose target's most probable action is
@@ -26,7 +26,7 @@ Usage::
         [--capacity-check 8000]
 
 Games searched by this version keep the values the search measured as it played
-(`agents.ppo.expert.SearchGames`); those are used as they are. Older files, or any with
+(`agents.training.expert.SearchGames`); those are used as they are. Older files, or any with
 ``--relabel``, are labelled here with ``--search`` over ``--checkpoint``: the slow part
 (about 16 ms per decision on one core; ``--parts`` processes share the rows), saved as
 ``--labels`` (default ``<games>.labels.npz``) and reused by a later run with the same games,
@@ -57,8 +57,8 @@ DEFAULT_FITS = ((0.03, False, 2, 1e-4), (0.03, True, 2, 1e-4), (0.01, True, 4, 3
 def read_games(games: str | Path, rules):
     """The decisions of a kept games file and the search values recorded with them (None
     in older files), checked against ``rules`` first
-    (`agents.ppo.expert.load_recorded_games`)."""
-    from agents.ppo.expert import load_recorded_games
+    (`agents.training.expert.load_recorded_games`)."""
+    from agents.training.expert import load_recorded_games
     from skyjo_env.core import num_actions
     from skyjo_env.encoding import ObservationLayout
 
@@ -162,9 +162,9 @@ def fit(args: argparse.Namespace, labelled: dict, decisions: tuple, setting: tup
     import torch
 
     from agents.ppo.checkpoint import load_policy, read_metadata, save_checkpoint
-    from agents.ppo.expert import EXPERT_BATCH_SIZE, policy_soft_targets
-    from agents.ppo.imitation import action_probabilities, clone_policy
     from agents.search import ActionValues
+    from agents.training.expert import EXPERT_BATCH_SIZE, policy_soft_targets
+    from agents.training.imitation import action_probabilities, clone_policy
 
     temperature, shrink, epochs, learning_rate = setting
     metadata = read_metadata(args.checkpoint)
@@ -198,7 +198,7 @@ def capacity_check(args: argparse.Namespace, labelled: dict, decisions: tuple, r
     accuracy in its last pass. High accuracy with no gain in play means the labels are
     noise to the network, not beyond its capacity."""
     from agents.ppo.checkpoint import load_policy
-    from agents.ppo.imitation import clone_policy
+    from agents.training.imitation import clone_policy
 
     policy = load_policy(args.checkpoint, trainable=True)
     observations, masks = (array[:rows] for array in decisions)

@@ -3,7 +3,7 @@
 Both run sb3-contrib MaskablePPO on the same batched `SkyjoVecEnv` (2 players, opponent
 pool of the default config) with one torch thread, measured side by side in one process:
 
-* ``skyjo-rl default``: the `agents.ppo.config.TrainConfig` defaults (the table prints them),
+* ``skyjo-rl default``: the `agents.training.config.TrainConfig` defaults (the table prints them),
   built through `Trainer` exactly as ``train.py`` builds them (VecMonitor + shaping).
 * ``SB3 defaults``: MaskablePPO's own defaults (n_steps 2048, batch 64, 10 epochs, 64x64
   tanh networks) on the same env with 8 games, as a user following the SB3 docs would.
@@ -46,20 +46,21 @@ def main() -> None:
 
     from sb3_contrib import MaskablePPO
 
-    from agents.ppo.config import TrainConfig
-    from agents.ppo.training import Trainer
+    from agents.training.config import TrainConfig
+    from agents.training.start import prepare_start
+    from agents.training.trainer import Trainer
 
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     with tempfile.TemporaryDirectory() as run_dir:
-        trainer = Trainer(TrainConfig(progress=False), run_dir)
+        trainer = Trainer(prepare_start(TrainConfig(progress=False)), run_dir)
         trainer.build_env()
         ours = trainer.build_model()
         ours.tensorboard_log = None
         ours_rates = _loop_rate(ours, 1 if args.quick else 3, args.repeats)
 
         config = TrainConfig(n_envs=8, batch_size=64, progress=False, shaping=0.0)
-        baseline_trainer = Trainer(config, run_dir)
+        baseline_trainer = Trainer(prepare_start(config), run_dir)
         baseline_env = baseline_trainer.build_env()
         sb3 = MaskablePPO("MlpPolicy", baseline_env, device="cpu", seed=0, verbose=0)
         sb3_rates = _loop_rate(sb3, 1, max(1, args.repeats - 1) if args.quick else args.repeats)

@@ -6,9 +6,15 @@ scores) / REWARD_SCORE_SCALE``; at the end of a game (when the game-end bonus ap
 ``-WIN_REWARD`` (nothing when every seat ties). A truncated step (turn cap) earns nothing.
 `seat_rewards_into` is compiled so the batched views can call it inside their loops; the
 AEC env calls the same function on its batch of one game.
+
+`grid_potential` is the potential of the shaping that training adds on top
+(`agents.training.shaping`), here so that what reads a trained critic (the search's
+``leaf=critic``) can undo it without importing training.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from skyjo_env.core.jit import jit
 from skyjo_env.core.layout import (
@@ -18,6 +24,11 @@ from skyjo_env.core.layout import (
     ROUND_SCORE,
     TOTAL,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from skyjo_env.encoding import ObservationLayout
 
 #: Round scores are divided by this in the round reward.
 REWARD_SCORE_SCALE = 100.0
@@ -68,3 +79,27 @@ def seat_rewards_into(event, seat, b, game_bonus, out):
                 else:
                     out[p] -= WIN_REWARD / (players - k)
     return True
+
+
+def grid_potential(observations: np.ndarray, layout: ObservationLayout) -> np.ndarray:
+    """The shaping potential ``Phi`` of each observation: minus the observer's expected
+    grid value / 100 (face-down cards at the deck mean).
+
+    Training adds ``weight * (gamma * Phi(next) - Phi(previous))`` to each reward
+    (``Phi`` = 0 after the episode's end); summed over an episode this is a constant, so it
+    leaves the best policy unchanged (Ng et al., 1999) while crediting a good swap at once
+    instead of at the round end.
+
+    Args:
+        observations: float32 (N, O).
+        layout: The observation layout.
+
+    Returns:
+        float64 (N,): ``-(face-up sum + face-down count * deck mean) / 100``.
+    """
+    pieces = layout.describe()
+    rules = layout.rules
+    deck_mean = float(rules.deck_array().mean())
+    face_up = observations[:, pieces["own_values"]].sum(axis=1) * layout.value_scale
+    face_down = observations[:, pieces["own_hidden"]].sum(axis=1)
+    return -(face_up + face_down * deck_mean) / 100.0

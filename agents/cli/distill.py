@@ -1,5 +1,5 @@
 """Command line of ``skyjo-distill``: expert iteration on a saved network
-(`agents.ppo.expert.distill_checkpoint`, step after step)."""
+(`agents.training.expert.distill_checkpoint`, step after step)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 from agents.cli import EXIT_INTERRUPTED
 from agents.ppo.checkpoint import CheckpointError, read_metadata
-from agents.ppo.config import TrainConfig
-from agents.ppo.imitation import DataWorkersError, chunk_sizes
 from agents.registry import AgentSpecError, search_settings
+from agents.training.config import TrainConfig
+from agents.training.imitation import DataWorkersError, chunk_sizes
 
 PROG = "skyjo-distill"
 
@@ -112,7 +112,7 @@ def games_path(network: Path) -> Path:
 def parallel_games(args: argparse.Namespace) -> int:
     """Search games played at once: the games of the first ``--workers`` chunks (Ray
     tasks start together), or 0 when the chunks run one after another here."""
-    from agents.ppo.expert import EXPERT_CHUNK_GAMES  # lazily, as main imports expert
+    from agents.training.expert import EXPERT_CHUNK_GAMES  # lazily, as main imports expert
 
     return sum(chunk_sizes(args.games, EXPERT_CHUNK_GAMES)[:args.workers])
 
@@ -134,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from agents.evaluation.games import progress_bar
-    from agents.ppo.expert import distill_checkpoint
-    from agents.ppo.pool import derived_seed
+    from agents.training.expert import distill_checkpoint
+    from agents.training.seeds import derived_seed
 
     args = build_parser().parse_args(argv)
     torch.set_num_threads(1)

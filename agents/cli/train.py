@@ -1,4 +1,5 @@
-"""Command line of `train.py` / ``skyjo-train``: parse, load the config, call `agents.ppo.training.train`."""
+"""Command line of `train.py` / ``skyjo-train``: parse, load the config, check the start
+once (`agents.training.start.prepare_start`), call `agents.training.trainer.run_training`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 
 from agents.cli import EXIT_INTERRUPTED
 from agents.ppo.checkpoint import CheckpointError
-from agents.ppo.config import TrainConfigError, check_agent_specs, load_train_config
-from agents.ppo.training import WarmStartInterrupted, train
 from agents.registry import AgentSpecError
+from agents.training.config import TrainConfigError, load_train_config
+from agents.training.start import prepare_start
+from agents.training.trainer import run_training
+from agents.training.warm_start import WarmStartInterrupted
 
 DEFAULT_RUN_DIR = "runs/default"
 
@@ -63,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        # every config mistake surfaces here, before any training work starts
         config = load_train_config(
             config_path,
             seed=args.seed,
@@ -71,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             init_from=args.init_from,
             progress=False if args.no_progress else None,
         )
-        check_agent_specs(config, resuming=args.resume)
-        summary = train(config, run_dir, resume=args.resume)
+        # every config mistake surfaces here, before any training work starts
+        start = prepare_start(config, resume=args.resume)
+        summary = run_training(start, run_dir)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -1,5 +1,6 @@
-"""PPO agents: checkpoints, the policy adapter, grid features, imitation, shaping, the
-opponent pool and the self-play training loop.
+"""The PPO network agent: checkpoints (`checkpoint`), the policy adapter (`policy`), fast
+inference (`inference`), the network's description (`architecture`) and its grid features
+(`features`). Training them is `agents.training`'s, which this package never imports.
 
 `load_ppo_agent` is exported here because the agent registry loads ``ppo:PATH`` specs
 through ``agents.ppo`` (torch and SB3 load only when a checkpoint does).

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_path
-from agents.ppo.config import ACTIVATIONS, FEATURES
+from agents.ppo.architecture import ACTIVATIONS, FEATURES, policy_kwargs
 from skyjo_env.core.actions import num_actions
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import OBSERVATION_VERSION, ObservationLayout
@@ -207,7 +207,6 @@ def build_policy(
     from gymnasium import spaces
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    from agents.ppo.features import features_extractor_kwargs
     from skyjo_env.view_options import observation_box
 
     architecture = policy_architecture(metadata, path)
@@ -224,19 +223,13 @@ def build_policy(
             f"{_where(path)} expects {metadata.get('num_actions')!r} actions; its rules "
             f"give {actions}"
         )
-    layers = architecture["net_arch"]
-    policy_kwargs: dict[str, Any] = {
-        "net_arch": {"pi": list(layers), "vf": list(layers)},
-        "activation_fn": {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[architecture["activation"]],
-    }
-    policy_kwargs.update(features_extractor_kwargs(architecture["features"], rules))
     # the random initialisation is overwritten by the loaded weights: keep it from
     # shifting the caller's torch random stream
     with torch.random.fork_rng(devices=[]):
         policy = MaskableActorCriticPolicy(
             observation_space, spaces.Discrete(actions), _inference_learning_rate,
             **({} if trainable else {"optimizer_class": InferenceOnlyOptimizer}),
-            **policy_kwargs,
+            **policy_kwargs(architecture, rules),
         )
     return policy.to("cpu")
 
@@ -567,7 +560,7 @@ def load_policy(
     """The trained policy of a checkpoint, in evaluation mode, on the CPU, for acting (its
     ``optimizer`` is an `InferenceOnlyOptimizer`; `restore_model` continues training).
     With ``trainable`` it gets SB3's Adam instead, for fits of the policy on its own
-    (`agents.ppo.imitation.clone_policy` in expert iteration).
+    (`agents.training.imitation.clone_policy` in expert iteration).
 
     Builds the network from the metadata and loads ``policy.pth`` with
     ``weights_only=True``; works for both formats and never reads the ``data`` member.

@@ -437,7 +437,7 @@ def features_extractor_kwargs(features: str, rules: SkyjoRules) -> dict[str, Any
     """The ``policy_kwargs`` entries that give a policy the network input ``features``
     (``raw``, ``grid``, ``grid_feeding``, ``grid_feeding_waits`` or
     ``grid_feeding_waits_risk``; see
-    `agents.ppo.config.TrainConfig.features`)."""
+    `agents.training.config.TrainConfig.features`)."""
     if features == "raw":
         return {}
     return {"features_extractor_class": GridFeaturesExtractor,

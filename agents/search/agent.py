@@ -69,7 +69,7 @@ pass); without one (the default), the agent is deterministic for a fixed seed.
 
 `SearchAgent.action_values` returns what the search measured instead of its pick: each
 tried action's mean value and the standard error of its paired advantage over the base
-agent's move (soft training targets, `agents.ppo.expert.soft_search_targets`).
+agent's move (soft training targets, `agents.training.expert.soft_search_targets`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Leaf values for the search agent from a trained PPO critic (``leaf=critic``).
 
-A MaskablePPO policy trained by `agents.ppo.training` has a value head that estimates
+A MaskablePPO policy trained by `agents.training.trainer` has a value head that estimates
 the learner's return from its observation: round margins / 100 (`skyjo_env.rewards`) to
 the game's end plus the placement bonus (+-1 in two-player games), with gamma = 1. The
-training env added potential-based shaping (`agents.ppo.shaping`, weight ``w``), so the
-head learned the shaped return ``V(s) - w * Phi(s)``; the unshaped value is therefore
+training env added potential-based shaping (potential `skyjo_env.rewards.grid_potential`,
+weight ``w``), so the head learned the shaped return ``V(s) - w * Phi(s)``; the unshaped value is therefore
 ``critic(obs) + w * Phi(obs)``.
 
 `CriticValue` values a rollout game for seat 0 (the searching seat):
@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.ppo.shaping import grid_potential
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
 from skyjo_env.core.layout import EVENT_GAME_ENDED, EVENT_ROUND_ENDED
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
-from skyjo_env.rewards import seat_rewards_into
+from skyjo_env.rewards import grid_potential, seat_rewards_into
 
 
 class CriticValueError(ValueError):

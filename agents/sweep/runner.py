@@ -5,7 +5,7 @@ Sweep directory layout::
     SWEEP_DIR/space.yaml           the space file, as given
     SWEEP_DIR/optuna.journal       the Optuna study (a JournalStorage file)
     SWEEP_DIR/trial_NNNN/          one training run per trial (config.yaml, tb/, eval.jsonl,
-                                   checkpoints/, best.zip; see `agents.ppo.training`)
+                                   checkpoints/, best.zip; see `agents.training.trainer`)
     SWEEP_DIR/summary.json         every trial, the best params, score and full config
                                    (rewritten after every trial)
     SWEEP_DIR/best_config.yaml     the best trial's config, for ``train.py --config``
@@ -53,8 +53,8 @@ import numpy as np
 import optuna
 
 from agents.atomic import atomic_path
-from agents.ppo.config import MAX_SEED, TrainConfig, TrainConfigError
 from agents.sweep.space import SweepSpace, dump_yaml
+from agents.training.config import MAX_SEED, TrainConfig, TrainConfigError
 
 JOURNAL = "optuna.journal"
 STUDY_NAME = "sweep"
@@ -173,7 +173,8 @@ def execute_trial(trial, config_data: dict[str, Any], run_dir: str, metric: str)
     Returns:
         ``{"state", "score", "timesteps", "seconds", "error"}``.
     """
-    from agents.ppo.training import WarmStartInterrupted, train
+    from agents.training.trainer import train
+    from agents.training.warm_start import WarmStartInterrupted
 
     started = time.perf_counter()
     outcome: dict[str, Any] = {"state": FAILED, "score": None, "timesteps": None, "error": None}

@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from agents.ppo.config import TrainConfig, TrainConfigError, allowed_values, read_config_file
+from agents.training.config import TrainConfig, TrainConfigError, allowed_values, read_config_file
 
 SPACE_KEYS = ("base_config", "base", "objective", "pruner", "params")
 METRICS = ("best_score", "final_score")

@@ -8,27 +8,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs
-from agents.ppo.expert import (
+from agents.registry import make_agent
+from agents.search import ActionValues
+from agents.training.config import TrainConfig, TrainConfigError
+from agents.training.expert import (
     agreement,
     collect_expert_games,
     soft_search_targets,
     teacher_spec,
     value_targets,
 )
-from agents.ppo.imitation import (
+from agents.training.imitation import (
     ChunksStopped,
     _discounted_returns,
     collect_demonstrations,
     record_games,
     run_chunks,
 )
-from agents.ppo.shaping import grid_potential
-from agents.registry import make_agent
-from agents.search import ActionValues
+from agents.training.start import prepare_start
 from skyjo_env.core.layout import TOTAL
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
+from skyjo_env.rewards import grid_potential
 
 RULES = SkyjoRules()
 #: Tiny search: cheap enough for unit tests, still a real search over the base.
@@ -184,16 +185,16 @@ def test_train_config__expert_search_must_be_a_search_without_base(value):
         TrainConfig(expert_search=value)
 
 
-def test_check_agent_specs__bad_expert_search_option_names_the_key():
+def test_prepare_start__bad_expert_search_option_names_the_key():
     config = TrainConfig(expert_interval=1000, expert_search="search(sample=2)",
                          imitation_games=0, eval_opponents=["random"])
     with pytest.raises(TrainConfigError, match="config key 'expert_search'.*sample"):
-        check_agent_specs(config)
+        prepare_start(config)
     config.expert_interval = 0  # unused options are not checked
-    check_agent_specs(config)
+    prepare_start(config)
     # a critic leaf needs a ppo base: the policy being trained is one
     config.expert_interval, config.expert_search = 1000, "search(leaf=critic,top_actions=4)"
-    check_agent_specs(config)
+    prepare_start(config)
 
 
 def _tiny_config(**overrides) -> TrainConfig:
@@ -209,18 +210,18 @@ def _tiny_config(**overrides) -> TrainConfig:
 
 
 def _actor_weights(model) -> list[np.ndarray]:
-    from agents.ppo.imitation import actor_parameters, critic_parameters
+    from agents.training.imitation import actor_parameters, critic_parameters
 
     return [p.detach().numpy().copy()
             for p in [*actor_parameters(model.policy), *critic_parameters(model.policy)]]
 
 
 def test_trainer_expert_iteration__fits_the_policy_to_the_search(tmp_path):
-    from agents.ppo.training import Trainer
+    from agents.training.trainer import Trainer
 
     # confidence_z=0: the search plays its best mean, often not the policy's own move
     config = _tiny_config(expert_search="search(samples=2,depth=2,confidence_z=0)")
-    trainer = Trainer(config, tmp_path / "run")
+    trainer = Trainer(prepare_start(config), tmp_path / "run")
     trainer.build_env()
     trainer.model = trainer.build_model()
     trainer.warm_start()  # an untrained policy plays endless games: searching them is slow
@@ -238,11 +239,11 @@ def test_trainer_expert_iteration__fits_the_policy_to_the_search(tmp_path):
 
 
 def test_trainer_expert_iteration__soft_targets_fit_the_searched_decisions(tmp_path):
-    from agents.ppo.training import Trainer
+    from agents.training.trainer import Trainer
 
     config = _tiny_config(expert_soft_temperature=0.03, expert_value_fit=False,
                           expert_games=3)
-    trainer = Trainer(config, tmp_path / "run")
+    trainer = Trainer(prepare_start(config), tmp_path / "run")
     trainer.build_env()
     trainer.model = trainer.build_model()
     trainer.warm_start()
@@ -255,9 +256,9 @@ def test_trainer_expert_iteration__soft_targets_fit_the_searched_decisions(tmp_p
 
 
 def test_trainer_expert_iteration__stop_request_leaves_the_network_alone(tmp_path):
-    from agents.ppo.training import Trainer
+    from agents.training.trainer import Trainer
 
-    trainer = Trainer(_tiny_config(), tmp_path / "run")
+    trainer = Trainer(prepare_start(_tiny_config()), tmp_path / "run")
     trainer.build_env()
     trainer.model = trainer.build_model()
     before = _actor_weights(trainer.model)
@@ -271,7 +272,7 @@ def test_trainer_expert_iteration__stop_request_leaves_the_network_alone(tmp_pat
 def test_train__expert_iteration_logs_to_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from agents.ppo.training import train
+    from agents.training.trainer import train
 
     run = tmp_path / "run"
     summary = train(_tiny_config(), run)
@@ -289,7 +290,7 @@ def test_distill_checkpoint__writes_a_loadable_fitted_network(tmp_path):
     import torch
 
     from agents.ppo.checkpoint import load_policy, read_metadata
-    from agents.ppo.expert import distill_checkpoint
+    from agents.training.expert import distill_checkpoint
 
     shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
     first = tmp_path / "step1.zip"
@@ -314,7 +315,7 @@ def test_distill_checkpoint__writes_a_loadable_fitted_network(tmp_path):
 
 
 def _tiny_games(rows: int = 3, width: int = 5, actions: int = 4):
-    from agents.ppo.imitation import RecordedGames
+    from agents.training.imitation import RecordedGames
 
     masks = np.zeros((rows, actions), bool)
     masks[:, 1] = True
@@ -332,7 +333,7 @@ def _tiny_values(rows: int = 3, actions: int = 4):
 
 
 def test_recorded_games__round_trip_with_their_provenance(tmp_path):
-    from agents.ppo.expert import load_recorded_games, save_recorded_games
+    from agents.training.expert import load_recorded_games, save_recorded_games
 
     played = _tiny_games()
     save_recorded_games(played, tmp_path / "g.npz", {"search": "search", "games": 2})
@@ -360,7 +361,7 @@ def test_recorded_games__round_trip_with_their_provenance(tmp_path):
     ],
 )
 def test_load_recorded_games__search_values_that_do_not_fit_are_named(tmp_path, change, words):
-    from agents.ppo.expert import GamesFileError, load_recorded_games, save_recorded_games
+    from agents.training.expert import GamesFileError, load_recorded_games, save_recorded_games
 
     path = tmp_path / "g.npz"
     save_recorded_games(_tiny_games(), path, {}, _tiny_values())
@@ -383,7 +384,7 @@ def test_load_recorded_games__search_values_that_do_not_fit_are_named(tmp_path, 
     ],
 )
 def test_load_recorded_games__names_what_does_not_fit(tmp_path, change, width, words):
-    from agents.ppo.expert import GamesFileError, load_recorded_games, save_recorded_games
+    from agents.training.expert import GamesFileError, load_recorded_games, save_recorded_games
 
     save_recorded_games(_tiny_games()._replace(**change), tmp_path / "g.npz", {})
     with pytest.raises(GamesFileError, match=re.escape(words)):
@@ -391,7 +392,7 @@ def test_load_recorded_games__names_what_does_not_fit(tmp_path, change, width, w
 
 
 def test_load_recorded_games__another_npz_is_refused(tmp_path):
-    from agents.ppo.expert import GamesFileError, load_recorded_games
+    from agents.training.expert import GamesFileError, load_recorded_games
 
     np.savez(tmp_path / "other.npz", observations=np.zeros((1, 5), np.float32))
     with pytest.raises(GamesFileError, match="not a readable skyjo-distill games file"):
@@ -402,8 +403,8 @@ def test_distill_checkpoint__soft_targets_move_the_policy_towards_them(tmp_path)
     import torch
 
     from agents.ppo.checkpoint import load_policy, read_metadata
-    from agents.ppo.expert import distill_checkpoint, load_recorded_games, policy_soft_targets
-    from agents.ppo.imitation import action_probabilities
+    from agents.training.expert import distill_checkpoint, load_recorded_games, policy_soft_targets
+    from agents.training.imitation import action_probabilities
 
     shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
     out, games = tmp_path / "soft.zip", tmp_path / "soft.games.npz"
@@ -431,7 +432,7 @@ def test_distill_checkpoint__soft_targets_move_the_policy_towards_them(tmp_path)
 
 
 def test_distill_checkpoint__bad_soft_temperature_is_refused_before_searching(tmp_path):
-    from agents.ppo.expert import distill_checkpoint
+    from agents.training.expert import distill_checkpoint
 
     shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
     with pytest.raises(ValueError, match="soft_temperature must be a finite number > 0"):
@@ -445,8 +446,8 @@ def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     import subprocess
     import sys
 
-    from agents.ppo.expert import save_recorded_games
-    from agents.ppo.imitation import record_games
+    from agents.training.expert import save_recorded_games
+    from agents.training.imitation import record_games
 
     games = tmp_path / "few.games.npz"
     save_recorded_games(record_games(RULES, [make_agent("ev", RULES, seed=0)], 2, seed=1),
@@ -472,7 +473,7 @@ def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_pa
     import subprocess
     import sys
 
-    from agents.ppo.expert import save_recorded_games
+    from agents.training.expert import save_recorded_games
 
     root = Path(__file__).resolve().parents[2]
     shipped = root / "models" / "ppo_2p.zip"

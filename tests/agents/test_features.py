@@ -220,8 +220,8 @@ def _feeding_by_hand(decoded: dict, row: int, rules: SkyjoRules) -> np.ndarray:
     SkyjoRules(row_elimination=True),
 ])
 def test_feeding_features__equal_the_by_hand_rule_over_played_games(rules):
-    from agents.ppo.imitation import collect_demonstrations
     from agents.registry import make_agent
+    from agents.training.imitation import collect_demonstrations
 
     observations, _, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
                                                 games=6, seed=3)
@@ -286,8 +286,8 @@ def _risk_by_hand(decoded: dict, row: int, rules: SkyjoRules) -> np.ndarray:
 @pytest.mark.parametrize("rules", [SkyjoRules(), SkyjoRules(num_players=4),
                                    SkyjoRules(num_players=3, row_elimination=True)])
 def test_risk_features__equal_the_by_hand_rule_over_played_games(rules):
-    from agents.ppo.imitation import collect_demonstrations
     from agents.registry import make_agent
+    from agents.training.imitation import collect_demonstrations
 
     observations, _, _ = collect_demonstrations(rules, [make_agent("ev", rules, seed=0)],
                                                 games=4, seed=5)

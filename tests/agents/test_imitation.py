@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from agents.ppo.imitation import clone_policy, collect_demonstrations
 from agents.registry import make_agent
+from agents.training.imitation import clone_policy, collect_demonstrations
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.vec_env import SkyjoVecEnv
 
@@ -110,12 +110,13 @@ def test_clone_policy__target_probabilities_are_the_fitted_distribution():
 
 
 def test_trainer_warm_start__shows_its_games_and_cloning_as_they_run(tmp_path, capsys):
-    from agents.ppo.config import TrainConfig
-    from agents.ppo.training import Trainer
+    from agents.training.config import TrainConfig
+    from agents.training.start import prepare_start
+    from agents.training.trainer import Trainer
 
     config = TrainConfig(n_envs=8, n_steps=32, batch_size=256, imitation_games=80,
                          imitation_epochs=2, eval_interval=0, progress=True)
-    trainer = Trainer(config, tmp_path / "run")
+    trainer = Trainer(prepare_start(config), tmp_path / "run")
     trainer.build_env()
     trainer.model = trainer.build_model()
     trainer.warm_start()

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs, check_warm_start
-from agents.ppo.expert import collect_expert_games
-from agents.ppo.imitation import (
+from agents.registry import make_agent
+from agents.training.config import TrainConfig, TrainConfigError
+from agents.training.expert import collect_expert_games
+from agents.training.imitation import (
     ChunksStopped,
     DataWorkersError,
     chunk_sizes,
@@ -21,7 +22,7 @@ from agents.ppo.imitation import (
     collect_demonstrations,
     run_chunks,
 )
-from agents.registry import make_agent
+from agents.training.start import check_warm_start, prepare_start
 from skyjo_env.core.rules import SkyjoRules
 
 RULES = SkyjoRules()
@@ -72,7 +73,7 @@ def test_collect_chunked_demonstrations__reports_each_chunk_as_it_ends(workers, 
 def test_collect_chunked_demonstrations__chunk_is_a_seeded_unit():
     # the first chunk is exactly the plain collector on the chunk's own seeds, and another
     # root seed gives other games
-    from agents.ppo.imitation import chunk_seed
+    from agents.training.imitation import chunk_seed
 
     teacher = make_agent("ev", RULES, seed=chunk_seed(12, 0))
     first = collect_demonstrations(RULES, [teacher], 2, chunk_seed(11, 0))
@@ -104,16 +105,16 @@ def test_run_chunks__without_ray_is_one_line_naming_data_workers(monkeypatch):
     assert len(collect_chunked_demonstrations(**{**TINY, "games": 1}, workers=0)[2]) > 0
 
 
-def test_check_agent_specs__refuses_data_workers_without_ray(monkeypatch):
+def test_prepare_start__refuses_data_workers_without_ray(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     config = TrainConfig(data_workers=2, eval_opponents=["random"])
     with pytest.raises(TrainConfigError, match=r"^config key 'data_workers': got 2, which needs Ray"):
-        check_agent_specs(config)
+        prepare_start(config)
     # a new run's own check (Trainer.run) refuses it too; a resumed run plays no warm start
     with pytest.raises(TrainConfigError, match=r"^config key 'data_workers': got 2, which needs Ray"):
-        check_warm_start(config)
-    check_agent_specs(config, resuming=True)
-    check_agent_specs(TrainConfig(data_workers=0, eval_opponents=["random"]))
+        check_warm_start(config, config.resolve_rules())
+    prepare_start(config, resume=True)
+    prepare_start(TrainConfig(data_workers=0, eval_opponents=["random"]))
 
 
 @pytest.mark.parametrize(
@@ -133,7 +134,7 @@ def test_train_config__bad_data_workers_or_ray_address_is_one_line(changes, mess
 
 
 def test_imitation_and_config__import_no_ray():
-    probe = ("import sys, agents.ppo.config, agents.ppo.imitation, agents.ppo.training\n"
+    probe = ("import sys, agents.training.config, agents.training.imitation, agents.training.trainer\n"
              "print('ray' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, timeout=120)

@@ -13,9 +13,9 @@ import torch
 
 from agents.baselines.heuristics import EVAgent
 from agents.ppo.features import GridFeatures, line_mates
-from agents.ppo.imitation import collect_demonstrations
 from agents.ppo.inference import MaskedActor, PolicyInputError
 from agents.ppo.policy import PPOAgent, load_ppo_agent
+from agents.training.imitation import collect_demonstrations
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
 from skyjo_env.protocol import RandomAgent

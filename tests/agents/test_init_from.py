@@ -8,9 +8,10 @@ import torch
 
 import agents.cli.train as train_cli
 from agents.ppo.checkpoint import load_policy, read_metadata
-from agents.ppo.config import TrainConfig, TrainConfigError, check_agent_specs
-from agents.ppo.imitation import actor_parameters
-from agents.ppo.training import train
+from agents.training.config import TrainConfig, TrainConfigError
+from agents.training.imitation import actor_parameters
+from agents.training.start import prepare_start
+from agents.training.trainer import train
 
 SMALL = dict(
     n_envs=16,
@@ -73,9 +74,9 @@ def test_init_from__then_ppo_trains_the_actor_too(source, tmp_path):
 def test_init_from__skips_the_imitation_teacher(source):
     # no warm start runs, so a teacher that cannot be built is no error
     config = TrainConfig(**SMALL, init_from=str(source), imitation_teacher="no-such-agent")
-    check_agent_specs(config)
+    prepare_start(config)
     with pytest.raises(TrainConfigError, match="imitation_teacher"):
-        check_agent_specs(TrainConfig(**SMALL, imitation_teacher="no-such-agent"))
+        prepare_start(TrainConfig(**SMALL, imitation_teacher="no-such-agent"))
 
 
 @pytest.mark.parametrize(
@@ -92,7 +93,7 @@ def test_init_from__skips_the_imitation_teacher(source):
 def test_init_from__another_network_or_rules_is_named(source, changes, fragment):
     config = TrainConfig(**{**SMALL, **changes}, init_from=str(source))
     with pytest.raises(TrainConfigError) as caught:
-        check_agent_specs(config)
+        prepare_start(config)
     message = str(caught.value)
     assert message.startswith("config key 'init_from': ") and fragment in message, message
 
@@ -120,9 +121,9 @@ def test_train_cli__init_from_mistakes_are_one_line_and_write_nothing(source, tm
 def _assert_same_logits(policy, reference) -> None:
     """Both policies give the same masked logits over the decisions of a few `ev` games
     (up to float rounding: a wider layer sums in another order)."""
-    from agents.ppo.imitation import collect_demonstrations
     from agents.ppo.inference import MaskedActor
     from agents.registry import make_agent
+    from agents.training.imitation import collect_demonstrations
     from skyjo_env.core.rules import SkyjoRules
 
     rules = SkyjoRules()
@@ -159,7 +160,7 @@ def test_init_from__a_grid_feeding_network_cannot_start_a_grid_run(source, tmp_p
                       imitation_games=0, eval_interval=0, checkpoint_interval=512), wide)
     config = TrainConfig(**SMALL, init_from=str(wide / "checkpoints" / "last.zip"))
     with pytest.raises(TrainConfigError, match="features 'grid_feeding' .*lacks some of its inputs"):
-        check_agent_specs(config)
+        prepare_start(config)
 
 
 def test_init_from__a_resumed_run_no_longer_needs_the_network(source, tmp_path):

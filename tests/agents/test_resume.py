@@ -17,8 +17,10 @@ import torch
 import yaml
 
 from agents.ppo.checkpoint import CheckpointError, load_policy, read_metadata
-from agents.ppo.config import TrainConfig
-from agents.ppo.training import TRAINING_STATE_JSON, train, truncate_eval_log
+from agents.training.config import TrainConfig
+from agents.training.run_state import TRAINING_STATE_JSON, truncate_eval_log
+from agents.training.start import prepare_start
+from agents.training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -179,8 +181,8 @@ def test_train__a_stop_whose_exception_was_swallowed_still_ends_the_warm_start(
         tmp_path, monkeypatch):
     # a signal landing inside code that catches every exception (numba's compiler does)
     # loses the handler's exception: the warm start stops at the end of that chunk
-    import agents.ppo.imitation as imitation
-    from agents.ppo.training import WarmStartInterrupted
+    import agents.training.imitation as imitation
+    from agents.training.warm_start import WarmStartInterrupted
 
     real_chunk = imitation.demonstration_chunk
     chunks = []
@@ -203,7 +205,7 @@ def test_train__a_stop_whose_exception_was_swallowed_still_ends_the_warm_start(
 
 
 def test_trainer_restore__a_checkpoint_without_training_state_is_a_clear_error(tmp_path):
-    from agents.ppo.training import Trainer
+    from agents.training.trainer import Trainer
 
     config = TrainConfig(**{**RESUMABLE, "total_timesteps": 1024, "imitation_games": 0,
                             "eval_interval": 0})
@@ -218,7 +220,7 @@ def test_trainer_restore__a_checkpoint_without_training_state_is_a_clear_error(t
                 target.writestr(item, source.read(item))
     stripped.replace(last)
     with pytest.raises(CheckpointError, match="training_state.json"):
-        Trainer(config, tmp_path).run(resume=True)
+        Trainer(prepare_start(config, resume=True), tmp_path).run()
 
 
 def test_truncate_eval_log__keeps_the_first_lines(tmp_path):
@@ -229,10 +231,10 @@ def test_truncate_eval_log__keeps_the_first_lines(tmp_path):
 
 
 def test_trainer__sigterm_finishes_the_rollout_then_checkpoints_and_stops(tmp_path):
-    from agents.ppo.training import Trainer
+    from agents.training.trainer import Trainer
 
     config = TrainConfig(**{**RESUMABLE, "imitation_games": 0, "eval_interval": 0})
-    trainer = Trainer(config, tmp_path)
+    trainer = Trainer(prepare_start(config), tmp_path)
     advance = trainer.advance_progress
 
     def terminate_once(timesteps: int) -> None:
@@ -250,11 +252,11 @@ def test_trainer__sigterm_finishes_the_rollout_then_checkpoints_and_stops(tmp_pa
 
 
 def test_trainer_restore__another_n_envs_is_a_clear_error(tmp_path):
-    from agents.ppo.training import Trainer
+    from agents.training.trainer import Trainer
 
     config = TrainConfig(**{**RESUMABLE, "total_timesteps": 1024, "imitation_games": 0,
                             "eval_interval": 0})
     train(config, tmp_path)
     wider = TrainConfig(**{**RESUMABLE, "n_envs": 32, "imitation_games": 0})
     with pytest.raises(CheckpointError, match="holds 16 games.*n_envs=32"):
-        Trainer(wider, tmp_path).run(resume=True)
+        Trainer(prepare_start(wider, resume=True), tmp_path).run()

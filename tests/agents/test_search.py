@@ -239,9 +239,9 @@ def _play_until(state, agent, encoder, done):
 def test_critic_value__cut_leaves_are_critic_plus_potential(ppo_2p):
     import torch
 
-    from agents.ppo.shaping import grid_potential
     from agents.search.values import CriticValue
     from skyjo_env.encoding import ObservationLayout
+    from skyjo_env.rewards import grid_potential
 
     rules = SkyjoRules()
     encoder = ObservationEncoder(rules)

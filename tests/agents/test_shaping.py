@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
-from agents.ppo.shaping import grid_potential, shaping_wrapper
+from agents.training.shaping import shaping_wrapper
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
+from skyjo_env.rewards import grid_potential
 from skyjo_env.vec_env import SkyjoVecEnv
 
 RULES = SkyjoRules(target_score=30)  # short games, every rule of a full game

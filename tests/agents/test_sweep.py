@@ -12,8 +12,8 @@ import yaml
 
 from agents.cli.sweep import main as sweep_main
 from agents.ppo.checkpoint import read_metadata
-from agents.ppo.config import TrainConfig, load_train_config
 from agents.sweep.space import SweepSpaceError, load_sweep_space
+from agents.training.config import TrainConfig, load_train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_SPACE = ROOT / "configs" / "sweeps" / "tiny.yaml"
@@ -160,8 +160,8 @@ def test_pruning_hook__never_prunes_at_the_last_step():
 
 
 def test_trainer__on_evaluation_true_stops_the_run_politely(tmp_path):
-    from agents.ppo.training import train
     from agents.sweep.runner import PruningHook
+    from agents.training.trainer import train
 
     config = TrainConfig(**{**TINY_BASE, "total_timesteps": 2048, "progress": False})
     hook = PruningHook(FakeTrial(prune_from=0), config.total_timesteps)
@@ -232,12 +232,12 @@ def test_sweep__two_workers_on_ray_sample_what_one_worker_samples(ray_sweep, in_
 
 
 def test_sweep__failed_trial_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, capsys):
-    import agents.ppo.training
+    import agents.training.trainer
 
     def broken_train(*args, **kwargs):
         raise RuntimeError("disk full\nsecond line")
 
-    monkeypatch.setattr(agents.ppo.training, "train", broken_train)
+    monkeypatch.setattr(agents.training.trainer, "train", broken_train)
     code = _run_cli(["--space", TINY_SPACE, "--trials", 2, "--sweep-dir", tmp_path / "s"])
     summary = json.loads((tmp_path / "s" / "summary.json").read_text())
     assert code == 1  # no trial completed
@@ -365,7 +365,7 @@ def test_sweep_cli__used_sweep_dir_exits_2(tmp_path, capsys):
 
 
 def test_layering__training_never_imports_optuna_or_ray():
-    probe = ("import sys, agents.ppo.training, agents.cli.train, agents.cli.sweep\n"
+    probe = ("import sys, agents.training.trainer, agents.cli.train, agents.cli.sweep\n"
              "print([m for m in ('optuna', 'ray') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, cwd=ROOT)

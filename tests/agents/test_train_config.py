@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.ppo.config import (
+from agents.training.config import (
     MAX_SEED,
     TrainConfig,
     TrainConfigError,
     allowed_values,
-    check_agent_specs,
     load_train_config,
 )
+from agents.training.start import prepare_start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,7 +183,7 @@ def test_shipped_configs__fine_tunes_start_from_a_shipped_model_they_fit(name, m
     monkeypatch.chdir(ROOT)  # init_from is relative to the repository root, as documented
     config = load_train_config(ROOT / "configs" / name)
     assert config.init_from.startswith("models/")
-    check_agent_specs(config)  # the network fits the config (rules, net_arch, features)
+    prepare_start(config)  # the network fits the config (rules, net_arch, features)
 
 
 @pytest.mark.parametrize(
@@ -257,14 +257,14 @@ def test_load_train_config__yaml_then_overrides_and_bad_override_named(tmp_path)
          "config key 'imitation_teacher': agent spec 'ppo:/no/such/file.zip': checkpoint"),
     ],
 )
-def test_check_agent_specs__bad_spec_names_the_key(changes, message):
+def test_prepare_start__bad_spec_names_the_key(changes, message):
     with pytest.raises(TrainConfigError, match=message) as caught:
-        check_agent_specs(TrainConfig(**changes))
+        prepare_start(TrainConfig(**changes))
     assert "\n" not in str(caught.value)
 
 
-def test_check_agent_specs__teacher_is_ignored_without_a_warm_start():
-    check_agent_specs(TrainConfig(imitation_games=0, imitation_teacher="nosuch",
+def test_prepare_start__teacher_is_ignored_without_a_warm_start():
+    prepare_start(TrainConfig(imitation_games=0, imitation_teacher="nosuch",
                                   eval_opponents=["random"]))
     with pytest.raises(TrainConfigError, match="'imitation_teacher'"):
-        check_agent_specs(TrainConfig(imitation_teacher="nosuch", eval_opponents=["random"]))
+        prepare_start(TrainConfig(imitation_teacher="nosuch", eval_opponents=["random"]))

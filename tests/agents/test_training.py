@@ -13,10 +13,11 @@ import yaml
 from agents.cli.evaluate import main as evaluate_main
 from agents.evaluation.tournament import play_tournament
 from agents.ppo.checkpoint import CheckpointError, load_policy, read_metadata
-from agents.ppo.config import TrainConfig, load_train_config
 from agents.ppo.policy import PPOAgent, load_ppo_agent
-from agents.ppo.training import Trainer, train
 from agents.registry import make_agent
+from agents.training.config import TrainConfig, load_train_config
+from agents.training.start import prepare_start
+from agents.training.trainer import Trainer, train
 from skyjo_env.core.rules import SkyjoRules, load_rules
 from skyjo_env.encoding import OBSERVATION_VERSION
 
@@ -118,7 +119,7 @@ def test_train__tiny_run_learns_to_beat_greedy(tiny_run):
     run_dir, _ = tiny_run
     trained = _win_rate_vs_greedy(PPOAgent(load_policy(run_dir / "checkpoints" / "last.zip"),
                                            name="trained"))
-    untrained = Trainer(TrainConfig(**TINY), run_dir / "untrained")
+    untrained = Trainer(prepare_start(TrainConfig(**TINY)), run_dir / "untrained")
     untrained.build_env()
     fresh = _win_rate_vs_greedy(PPOAgent(untrained.build_model(), name="untrained"))
     assert trained >= 0.5 and fresh <= 0.2 and trained - fresh >= 0.4, (trained, fresh)
@@ -200,8 +201,8 @@ def test_trainer__resume_continues_from_the_last_checkpoint(tmp_path):
     first = train(config, tmp_path)
     assert first["timesteps"] == 1024
     longer = TrainConfig(**{**TINY, "total_timesteps": 3072, "eval_interval": 0, "imitation_games": 0})
-    trainer = Trainer(longer, tmp_path)
-    summary = trainer.run(resume=True)
+    trainer = Trainer(prepare_start(longer, resume=True), tmp_path)
+    summary = trainer.run()
     # one rollout is n_envs * n_steps = 1024 steps: 2 more rollouts, not 3
     assert summary["timesteps"] == 3072
     assert read_metadata(tmp_path / "checkpoints" / "last.zip")["timesteps"] == 3072

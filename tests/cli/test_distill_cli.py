@@ -132,9 +132,9 @@ def test_main__kept_games_refit_the_same_network_without_searching(tmp_path, cap
 
 
 def test_main__soft_targets_refuse_games_saved_without_search_values(tmp_path, capsys):
-    from agents.ppo.expert import save_recorded_games
-    from agents.ppo.imitation import record_games
     from agents.registry import make_agent
+    from agents.training.expert import save_recorded_games
+    from agents.training.imitation import record_games
     from skyjo_env.core.rules import SkyjoRules
 
     rules = SkyjoRules()

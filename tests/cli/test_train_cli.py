@@ -19,7 +19,7 @@ def no_training(monkeypatch):
         calls.append(config)
         raise AssertionError("training started")
 
-    monkeypatch.setattr(train_cli, "train", fake_train)
+    monkeypatch.setattr(train_cli, "run_training", fake_train)
     return calls
 
 
@@ -103,7 +103,7 @@ def test_train_cli__closing_lines_name_only_files_that_exist(tmp_path, capsys, m
         (run_dir / "checkpoints" / "last.zip").write_bytes(b"")
         return _summary(run_dir, interrupted=True)
 
-    monkeypatch.setattr(train_cli, "train", fake_train)
+    monkeypatch.setattr(train_cli, "run_training", fake_train)
     code = train_cli.main(["--run-dir", str(run_dir)])
     out = capsys.readouterr().out
     assert code == train_cli.EXIT_INTERRUPTED
@@ -123,7 +123,7 @@ def test_train_cli__closing_lines_say_the_best_score_is_from_its_own_deals(
         (run_dir / "best.zip").write_bytes(b"")
         return {**_summary(run_dir, interrupted=False), "best_score": 0.625}
 
-    monkeypatch.setattr(train_cli, "train", fake_train)
+    monkeypatch.setattr(train_cli, "run_training", fake_train)
     assert train_cli.main(["--run-dir", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert f"best {run_dir / 'best.zip'} (score 0.625 on the deals it was picked on)" in out
@@ -134,7 +134,7 @@ def test_train_cli__keyboard_interrupt_is_one_line_and_exit_130(tmp_path, capsys
     def interrupted_train(config, run_dir, resume=False):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(train_cli, "train", interrupted_train)
+    monkeypatch.setattr(train_cli, "run_training", interrupted_train)
     code = train_cli.main(["--run-dir", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 130

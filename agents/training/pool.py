@@ -1,9 +1,6 @@
 """Training opponents: for each game and each opponent seat, one draw from
 ``opponent_mix`` (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly
 random frozen snapshot of the learner (with no snapshot yet, the heuristics).
-
-Also the seeds of a training run's parts (`derived_seed`): each part's seed is a child of
-the master seed, so no two parts share a random stream (as ``seed + k`` sums can).
 """
 
 from __future__ import annotations
@@ -12,36 +9,11 @@ import copy
 
 import numpy as np
 
-from agents.ppo.config import OPPONENT_KINDS, TrainConfig
 from agents.ppo.policy import PPOAgent
 from agents.registry import make_agent
-from skyjo_env.core.rules import (
-    SkyjoRules,
-)
-
-#: Spawn keys of `derived_seed`, one per part of a training run that takes a seed.
-SEED_POOL_HEURISTICS = 0
-SEED_IMITATION_TEACHER = 1
-SEED_IMITATION_DATA = 2
-SEED_IMITATION_SHUFFLE = 3
-SEED_EVALUATION = 4
-SEED_EXPERT_DATA = 5
-SEED_EXPERT_TEACHER = 6
-SEED_EXPERT_SHUFFLE = 7
-
-
-def derived_seed(seed: int, *spawn_key: int) -> int:
-    """An int seed for one part of a run: ``SeedSequence(seed, spawn_key=spawn_key)``'s
-    first 32-bit word.
-
-    Agents and the engine take int seeds, so the child sequence is reduced to one int; the
-    spawn key (e.g. ``(SEED_EVALUATION,)``, or ``(SEED_POOL_HEURISTICS, i)``) keeps the
-    parts apart.
-
-    Returns:
-        An int in ``0 .. 2**32 - 1``.
-    """
-    return int(np.random.SeedSequence(seed, spawn_key=spawn_key).generate_state(1)[0])
+from agents.training.config import OPPONENT_KINDS, TrainConfig
+from agents.training.seeds import SEED_POOL_HEURISTICS, derived_seed
+from skyjo_env.core.rules import SkyjoRules
 
 
 class OpponentPool:

@@ -1,8 +1,9 @@
 """Potential-based reward shaping for training.
 
 With ``Phi`` = minus the expected value of the learner's own grid / 100 (face-down cards at
-the deck mean), each step earns ``gamma * Phi(next) - Phi(previous)`` on top of the env's
-reward (``Phi`` = 0 after the episode's end). Summed over an episode this is a constant, so
+the deck mean: `skyjo_env.rewards.grid_potential`), each step earns
+``gamma * Phi(next) - Phi(previous)`` on top of the env's reward (``Phi`` = 0 after the
+episode's end). Summed over an episode this is a constant, so
 it leaves the best policy unchanged (Ng et al., 1999) while crediting a good swap at once
 instead of at the round end.
 """
@@ -12,27 +13,22 @@ from __future__ import annotations
 import numpy as np
 
 from skyjo_env.encoding import ObservationLayout
-
-
-def grid_potential(observations: np.ndarray, layout: ObservationLayout) -> np.ndarray:
-    """``Phi`` of each observation: minus the learner's expected grid value / 100.
-
-    Args:
-        observations: float32 (N, O).
-        layout: The observation layout.
-
-    Returns:
-        float64 (N,): ``-(face-up sum + face-down count * deck mean) / 100``.
-    """
-    pieces = layout.describe()
-    rules = layout.rules
-    deck_mean = float(rules.deck_array().mean())
-    face_up = observations[:, pieces["own_values"]].sum(axis=1) * layout.value_scale
-    face_down = observations[:, pieces["own_hidden"]].sum(axis=1)
-    return -(face_up + face_down * deck_mean) / 100.0
+from skyjo_env.rewards import grid_potential
 
 
 def shaping_wrapper(venv, layout: ObservationLayout, gamma: float, weight: float):
+    """``venv`` (an SB3 VecEnv of the learner's observations) with the shaping reward added.
+
+    Args:
+        venv: The env to wrap; its masks pass through (``action_masks``).
+        layout: The observation layout (`grid_potential` reads the own grid from it).
+        gamma: The discount factor of the run (the shaping's ``gamma``).
+        weight: The shaping weight (``TrainConfig.shaping``).
+
+    Returns:
+        A ``GridPotentialShaping`` VecEnvWrapper; its ``_potential`` (float64 (N,)) is part
+        of a run's resume state.
+    """
     from stable_baselines3.common.vec_env import VecEnvWrapper
 
     class GridPotentialShaping(VecEnvWrapper):

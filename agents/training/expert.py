@@ -1,6 +1,6 @@
 """Expert iteration: distil decision-time search into the PPO network during training.
 
-Every ``expert_interval`` learner decisions (`agents.ppo.training.Trainer.expert_iteration`),
+Every ``expert_interval`` learner decisions (`agents.training.trainer.Trainer.expert_iteration`),
 the search agent over the *current* policy (``search(...):ppo:<the policy now>``, see
 `agents.search`) plays ``expert_games`` full games in every seat. The actor is then fitted
 to the searched moves (masked cross-entropy) and the critic to the outcomes those games
@@ -12,7 +12,7 @@ the search works, so each step moves the network towards them (Anthony et al., 2
 
 The games come in chunks of `EXPERT_CHUNK_GAMES`, seeded from root seeds and the chunk index
 alone, so the data is the same in this process or on any number of Ray workers
-(`agents.ppo.imitation.run_chunks`).
+(`agents.training.imitation.run_chunks`).
 
 With a soft temperature (``skyjo-distill --soft-temperature``, ``expert_soft_temperature``)
 the actor is fitted instead to `soft_search_targets`: the search's action values (its mean
@@ -34,13 +34,19 @@ from typing import NamedTuple
 import numpy as np
 
 from agents.atomic import atomic_path
-from agents.ppo.imitation import RecordedGames, chunk_seed, chunk_sizes, record_games, run_chunks
-from agents.ppo.shaping import grid_potential
 from agents.registry import make_agent
 from agents.search.agent import ActionValues
+from agents.training.imitation import (
+    RecordedGames,
+    chunk_seed,
+    chunk_sizes,
+    record_games,
+    run_chunks,
+)
 from skyjo_env.core import num_actions
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
+from skyjo_env.rewards import grid_potential
 
 #: Games per chunk of search games: small, because a searched game costs about a second.
 EXPERT_CHUNK_GAMES = 16
@@ -62,7 +68,7 @@ class SearchGames(NamedTuple):
     """Search self-play games, with what the search measured at each decision.
 
     Attributes:
-        played: Every decision (`agents.ppo.imitation.RecordedGames`, N rows).
+        played: Every decision (`agents.training.imitation.RecordedGames`, N rows).
         values: The search's `agents.search.ActionValues` of the same N decisions
             (`agents.search.SearchAgent.act_with_values`), means and errors as float32;
             NaN and base action -1 in the rows the search did not decide (setup reveals,
@@ -76,7 +82,7 @@ class SearchGames(NamedTuple):
 class _RecordingSearch:
     """Plays as a search agent and keeps the `ActionValues` of each call, in call order.
 
-    As the only teacher of `agents.ppo.imitation.record_games` it is asked for exactly the
+    As the only teacher of `agents.training.imitation.record_games` it is asked for exactly the
     decisions recorded at each step, in their order, so the parts line up with the rows.
     """
 
@@ -149,7 +155,7 @@ def collect_expert_games(
         games: Games in all (>= 1).
         seed: Root seed of the deals. teacher_seed: root seed of the agents.
         gamma: Discount per decision of the acting seat, for the returns.
-        workers, ray_address: Where the chunks run (`agents.ppo.imitation.run_chunks`).
+        workers, ray_address: Where the chunks run (`agents.training.imitation.run_chunks`).
         should_stop: Asked between chunks; True abandons the games (`ChunksStopped`).
         chunk_games: Games per chunk (changes the data; keep the default).
         on_chunk_done: Called with a chunk's games as each chunk ends (a progress bar).
@@ -268,7 +274,7 @@ def value_targets(
 ) -> np.ndarray:
     """What the critic should predict for each recorded decision: float64 (N,).
 
-    With potential-based shaping of weight ``w`` (`agents.ppo.shaping`, ``Phi`` = 0 after
+    With potential-based shaping of weight ``w`` (`agents.training.shaping`, ``Phi`` = 0 after
     the episode), the shaped return telescopes to the plain return minus ``w * Phi(s)``,
     for any gamma; the critic of a shaped run learns that, so it is the target here.
     """
@@ -300,7 +306,7 @@ def fit_to_search(
         policy: A trainable ``MaskableActorCriticPolicy`` (changed in place).
         played: The search's games (`collect_expert_games`).
         layout: Their observation layout (for the shaping potential).
-        epochs, learning_rate, anchor, seed: The fit (`agents.ppo.imitation.clone_policy`).
+        epochs, learning_rate, anchor, seed: The fit (`agents.training.imitation.clone_policy`).
         shaping: None leaves the critic alone; a number fits it to the games' returns
             with that shaping weight (`value_targets`).
         values: The search's action values of the same decisions (`SearchGames.values`);
@@ -316,8 +322,8 @@ def fit_to_search(
     Raises:
         ValueError: ``soft_temperature`` without ``values``, or not a number > 0.
     """
-    from agents.ppo.imitation import clone_policy
     from agents.ppo.policy import PPOAgent
+    from agents.training.imitation import clone_policy
 
     actor = PPOAgent(policy)
     before = agreement(actor.act(played.observations, played.masks), played.actions)
@@ -377,7 +383,7 @@ def policy_soft_targets(
     """
     import torch
 
-    from agents.ppo.imitation import action_probabilities
+    from agents.training.imitation import action_probabilities
 
     prior = action_probabilities(policy, torch.as_tensor(observations),
                                  torch.as_tensor(masks)).double().numpy()
@@ -464,7 +470,7 @@ def distill_checkpoint(
         source: A ``skyjo-rl-ppo`` checkpoint. target: Where the new one goes.
         search: ``search(OPTIONS)`` without its base (the base is ``ppo:source``).
         games: Self-play games of the search. seed: Seeds the deals and the agents.
-        epochs, learning_rate, anchor: The fit (`agents.ppo.imitation.clone_policy`).
+        epochs, learning_rate, anchor: The fit (`agents.training.imitation.clone_policy`).
         workers, ray_address: Where the games run (`collect_expert_games`).
         value_fit: Fit the critic to the games' returns as well.
         on_games_done: Called with the number of games each time a chunk of the search

@@ -1,5 +1,7 @@
 """The training config: `TrainConfig` (one documented field per YAML key; unknown keys
-are an error), `load_train_config` and `check_agent_specs`.
+are an error) and `load_train_config`. What the config names beyond its own values (agent
+specs, ``init_from``, Ray) is checked once per training start by
+`agents.training.start.prepare_start`.
 
 Validation is pydantic's (strict types, bounds, no NaN/inf), but every error reaches the
 caller as ONE line naming the key, the value and what is allowed, in a `TrainConfigError`:
@@ -10,7 +12,6 @@ caller as ONE line naming the key, the value and what is allowed, in a `TrainCon
 from __future__ import annotations
 
 import difflib
-import importlib.util
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -20,28 +21,19 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from agents.registry import (
-    AgentSpecError,
-    make_agent,
-    search_options_text,
-    search_settings,
-)
+from agents.ppo.architecture import Activation, Features
+from agents.registry import AgentSpecError, search_options_text
 from skyjo_env.core.rules import SkyjoRules, available_presets, load_rules, read_yaml_mapping
 
 OpponentKind = Literal["random", "greedy", "ev", "self"]
-Activation = Literal["relu", "tanh"]
-#: Network inputs, each the one before it plus more columns appended (so a network of an
-#: earlier kind can be widened into a later one: `agents.ppo.checkpoint.widened_state`).
-Features = Literal["raw", "grid", "grid_feeding", "grid_feeding_waits", "grid_feeding_waits_risk"]
 
 OPPONENT_KINDS: tuple[str, ...] = get_args(OpponentKind)
-ACTIVATIONS: tuple[str, ...] = get_args(Activation)
-FEATURES: tuple[str, ...] = get_args(Features)
 
 #: Largest master seed: SB3 seeds numpy's legacy global generator (which takes < 2**32)
 #: with it; the margin leaves room for seeds formed by adding small offsets to it.
@@ -147,7 +139,7 @@ class TrainConfig(BaseModel):
     ``net_arch``, ``features`` the same or an earlier kind), computing the same actions
     and values at first (`agents.ppo.checkpoint.widened_state`). Checked before any work."""
     imitation_teacher: str = Field("ev", min_length=1)
-    """Agent spec whose moves the policy clones before PPO (see `agents.ppo.imitation`);
+    """Agent spec whose moves the policy clones before PPO (see `agents.training.imitation`);
     not used with ``init_from``."""
     imitation_games: int = Field(3000, ge=0)
     """Full teacher self-play games recorded for the warm start (0 = start from scratch)."""
@@ -159,7 +151,7 @@ class TrainConfig(BaseModel):
     N >= 1 runs them as Ray tasks, at most N at once, on a local Ray started for them (and
     stopped after) or on ``ray_address``. The data is the same for any value: the games
     come in fixed-size chunks, each seeded from the seed and its index alone (see
-    `agents.ppo.imitation.run_chunks`). N >= 1 needs Ray (the ``distributed`` extra)."""
+    `agents.training.imitation.run_chunks`). N >= 1 needs Ray (the ``distributed`` extra)."""
     ray_address: str | None = Field(None, min_length=1)
     """Ray cluster the data workers join (``auto``, ``ray://host:10001``); null starts a
     local Ray. Only with ``data_workers`` >= 1."""
@@ -170,7 +162,7 @@ class TrainConfig(BaseModel):
     """Learner decisions between expert-iteration steps (0 = none). Each step, the search
     ``expert_search`` over the current policy plays ``expert_games`` self-play games; the
     actor is fitted to the searched moves (and with ``expert_value_fit`` the critic to the
-    games' outcomes), then PPO continues (`agents.ppo.expert`). Searched games are slow
+    games' outcomes), then PPO continues (`agents.training.expert`). Searched games are slow
     (the default search: about 6 s each on one core). Measured over the shipped 2-player
     network: +0.7 to +2.8 points against ev for one step, a second step no better; within
     noise (README)."""
@@ -188,13 +180,13 @@ class TrainConfig(BaseModel):
     """Passes over each expert-iteration step's decisions."""
     expert_anchor: float = Field(0.5, ge=0, lt=1)
     """Weight of the policy's own action probabilities in the fit's targets, the rest on the
-    searched move (`agents.ppo.imitation.clone_policy`): plain cloning (0) lost ground in
+    searched move (`agents.training.imitation.clone_policy`): plain cloning (0) lost ground in
     measurements, 0.5 did not (README). Not used with ``expert_soft_temperature``."""
     expert_soft_temperature: float | None = Field(None, gt=0)
     """null fits the actor to the searched moves (hard targets, ``expert_anchor``); a
     number fits it to soft targets of that temperature instead: the policy's probabilities
     times ``exp(advantage / temperature)``, the advantage being the search's mean rollout
-    value of each action minus that of the policy's move (`agents.ppo.expert`). Measured
+    value of each action minus that of the policy's move (`agents.training.expert`). Measured
     on the same search games over the shipped 2-player network: 0.03 gained +1.2 points
     against ev, hard targets +0.2 to +0.3 (README)."""
     expert_value_fit: bool = False
@@ -217,6 +209,9 @@ class TrainConfig(BaseModel):
     """Learner decisions between checkpoints."""
     progress: bool = True
     """Show a progress bar."""
+
+    #: The rules `resolve_rules` returns, loaded by the validation (once per validation).
+    _rules: SkyjoRules | None = PrivateAttr(None)
 
     def __init__(self, **data: Any) -> None:
         _refuse_unknown_keys(data)
@@ -263,7 +258,7 @@ class TrainConfig(BaseModel):
                 f"n_envs * n_steps = {self.n_envs} * {self.n_steps} = {rollout}"
             )
         try:
-            search_options_text(self.expert_search)  # its options: check_agent_specs
+            search_options_text(self.expert_search)  # its options: prepare_start
         except AgentSpecError:
             raise TrainConfigError(
                 f"config key 'expert_search': got {_show(self.expert_search)}, expected "
@@ -276,22 +271,30 @@ class TrainConfig(BaseModel):
                 "is 0 (in-process data generation); set data_workers >= 1 to use Ray, or "
                 "ray_address: null"
             )
-        self.resolve_rules()
+        self._rules = self._load_rules()
         return self
 
     def resolve_rules(self) -> SkyjoRules:
-        """The `SkyjoRules` this config trains for (preset + num_players).
+        """The `SkyjoRules` this config trains for (preset + num_players), as the
+        validation loaded them (a config built without validation loads them now).
 
         Raises:
             TrainConfigError: the preset or file does not load (names ``rules``), or it
                 refuses ``num_players`` (names ``num_players``).
         """
+        if self._rules is None:
+            self._rules = self._load_rules()
+        return self._rules
+
+    def _load_rules(self) -> SkyjoRules:
+        """Read the rules file once; a preset that loads but refuses ``num_players`` is
+        told apart from one that does not load."""
         try:
-            load_rules(self.rules)
+            preset = load_rules(self.rules)
         except (ValueError, OSError) as error:  # OSError: an unreadable rules file
             raise TrainConfigError(f"config key 'rules': {error}") from error
         try:
-            return load_rules(self.rules, num_players=self.num_players)
+            return preset.replace(num_players=self.num_players)
         except ValueError as error:
             raise TrainConfigError(
                 f"config key 'num_players': got {self.num_players} for rules "
@@ -322,86 +325,6 @@ class TrainConfig(BaseModel):
             )
         _refuse_unknown_keys(data)  # before ``cls(**data)``, which needs string keys
         return cls(**data)
-
-
-def check_agent_specs(config: TrainConfig, resuming: bool = False) -> None:
-    """Build every agent spec the config names once, so a bad one fails before training.
-
-    Checks each of ``eval_opponents`` through `agents.registry.make_agent`; unless
-    ``resuming``, the warm start (`check_warm_start`, with Ray for its games); with
-    expert iteration (``expert_interval > 0``) the options of ``expert_search``
-    (`agents.registry.search_settings`) and, with ``data_workers`` >= 1, that Ray is
-    installed.
-
-    Args:
-        config: The run's config.
-        resuming: The run continues a checkpoint: no warm start runs, so neither
-            ``init_from`` nor ``imitation_teacher`` is needed (a network the run started
-            from may be gone by then).
-
-    Raises:
-        TrainConfigError: a spec names no agent, or its agent cannot be built or loaded
-            (the message names the key and carries the registry's reason); a bad warm
-            start (`check_warm_start`); or Ray is missing for ``data_workers``.
-    """
-    rules = config.resolve_rules()
-    if not resuming:
-        check_warm_start(config, rules)
-    if config.expert_interval > 0:
-        try:
-            search_settings(config.expert_search)  # its base, the policy, does not exist yet
-        except AgentSpecError as error:
-            raise TrainConfigError(f"config key 'expert_search': {error}") from error
-    _check_spec_keys(config, rules, [("eval_opponents", spec) for spec in config.eval_opponents])
-    if config.data_workers > 0 and config.expert_interval > 0:
-        check_ray_installed(config.data_workers)
-
-
-def check_warm_start(config: TrainConfig, rules: SkyjoRules | None = None) -> None:
-    """Check what a new run starts from: that ``init_from`` names a network this config
-    can start from, or else (``imitation_games > 0``) that ``imitation_teacher`` builds
-    and, with ``data_workers`` >= 1, that Ray is installed for its games.
-
-    Raises:
-        TrainConfigError: ``init_from`` is missing, corrupt, or another network or rules;
-            the teacher spec names no agent or cannot be loaded (naming the key); or Ray
-            is missing for ``data_workers``.
-    """
-    rules = config.resolve_rules() if rules is None else rules
-    if config.init_from is not None:
-        # checkpoint.py imports this module's constants: import it here, not at the top
-        from agents.ppo.checkpoint import CheckpointError, check_initial_network
-
-        try:
-            check_initial_network(config.init_from, rules, config.policy_architecture())
-        except CheckpointError as error:
-            raise TrainConfigError(f"config key 'init_from': {error}") from error
-    elif config.imitation_games > 0:
-        _check_spec_keys(config, rules, [("imitation_teacher", config.imitation_teacher)])
-        if config.data_workers > 0:
-            check_ray_installed(config.data_workers)
-
-
-def _check_spec_keys(config: TrainConfig, rules: SkyjoRules, keyed: list[tuple[str, str]]) -> None:
-    """Build each ``(config key, agent spec)``; raise `TrainConfigError` naming the key."""
-    for key, spec in keyed:
-        try:
-            make_agent(spec, rules, seed=config.seed)
-        except AgentSpecError as error:  # the registry wraps checkpoint errors in it
-            raise TrainConfigError(f"config key {key!r}: {error}") from error
-
-
-def check_ray_installed(data_workers: int) -> None:
-    """Refuse ``data_workers`` >= 1 without Ray, before any work (Ray is not imported here).
-
-    Raises:
-        TrainConfigError: Ray is not installed (names ``data_workers``).
-    """
-    if importlib.util.find_spec("ray") is None:
-        raise TrainConfigError(
-            f"config key 'data_workers': got {data_workers}, which needs Ray, and Ray is not "
-            "installed: pip install -e '.[distributed]', or set data_workers: 0"
-        )
 
 
 def load_train_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:

@@ -1,0 +1,523 @@
+"""PPO self-play training (sb3-contrib MaskablePPO on the batched `SkyjoVecEnv`).
+
+`train(config, run_dir)` is the whole job; `train.py` is a thin command line over it.
+
+Run directory layout::
+
+    RUN_DIR/config.yaml            the resolved config (what was actually run)
+    RUN_DIR/tb/                    TensorBoard events (SB3 scalars, eval/*, hparams)
+    RUN_DIR/checkpoints/last.zip   latest checkpoint (atomic), used by --resume
+    RUN_DIR/best.zip               best checkpoint by evaluation score
+    RUN_DIR/snapshots/*.zip        frozen learner snapshots in the opponent pool
+    RUN_DIR/eval.jsonl             one line per evaluation
+    RUN_DIR/expert/policy.zip      the policy the last expert-iteration search ran over
+
+Reward (the env's, see `skyjo_env.vec_env.SkyjoVecEnv`): at each round end
+``-(own round score - mean of the others') / 100``; at the game end ``+1/k`` to each of the
+``k`` winners and ``-1/(P-k)`` to the others. The objective is winning whole games; the
+round term is the dense signal that gets there. On top, training adds potential-based
+shaping (`GridPotentialShaping`, weight ``shaping``): with ``Phi`` = minus the expected
+value of the learner's own grid / 100 (face-down cards at the deck mean), each step earns
+``gamma * Phi(next) - Phi(previous)`` (``Phi`` = 0 after the episode's end). Summed over an
+episode this is a constant, so it leaves the best policy unchanged (Ng et al., 1999) while
+crediting a good swap at once instead of at the round end.
+
+Opponents: for each game and each opponent seat, one draw from ``opponent_mix``
+(``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly random frozen
+snapshot of the learner, taken every time the evaluation score reaches a new best of at
+least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the heuristics).
+
+Expert iteration (``expert_interval`` > 0, `agents.training.expert`): at the start of a
+rollout every ``expert_interval`` learner decisions, the search over the current policy
+plays self-play games, and the actor is fitted to its moves (anchored to its own
+probabilities, ``expert_anchor``), or with ``expert_soft_temperature`` to soft targets from
+the search's action values (with ``expert_value_fit`` the critic to the games' outcomes
+too) before PPO goes on. TensorBoard gets ``expert/agreement_before`` (how often the
+policy already chose the searched move), ``expert/agreement_after`` (after the fit),
+``expert/loss``, ``expert/value_loss`` (with ``expert_value_fit``),
+``expert/decisions``, ``expert/fitted`` (the decisions fitted: the searched ones with soft
+targets) and ``expert/seconds``; the evaluations' win rates show whether it helps.
+
+Resume (``train.py --resume``) continues the very same run: checkpoints are taken at the
+start of a rollout (after the previous rollout's update, see `Trainer.checkpoint`), and
+``checkpoints/last.zip`` holds, beside the weights and the optimizer, everything the run
+depends on (`agents.training.run_state`). A run killed at any moment and resumed writes
+the same ``eval.jsonl`` and ends with the same weights as a run never stopped.
+
+The parts: `agents.training.start` checks a config once per start, `warm_start` starts
+the network, `callbacks` drives the periodic work inside SB3's loop, `evaluator` scores
+the learner, `expert_step` runs expert iteration, `run_state` saves and restores the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from agents.ppo.architecture import policy_kwargs
+from agents.ppo.checkpoint import checkpoint_metadata, read_metadata, save_checkpoint
+from agents.training.callbacks import make_callback
+from agents.training.config import TrainConfig
+from agents.training.evaluator import evaluate_learner
+from agents.training.expert_step import fit_policy, search_games
+from agents.training.pool import OpponentPool, frozen_copy
+from agents.training.run_state import export_run_state, restore_run, run_state_members
+from agents.training.shaping import shaping_wrapper
+from agents.training.start import TrainingStart, prepare_start
+from agents.training.warm_start import (
+    WarmStartInterrupted,
+    imitation_warm_start,
+    start_from_network,
+)
+from skyjo_env.encoding import ObservationLayout
+
+
+def save_quietly(model, path: Path, metadata: dict, extra_members: dict | None = None) -> Path:
+    """`save_checkpoint` without touching torch's global generator (it builds a network to
+    check the file against), so where checkpoints fall never changes the run."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        return save_checkpoint(model, path, metadata, extra_members=extra_members)
+
+
+class Trainer:
+    """One training run in a run directory (see the module docstring).
+
+    Args:
+        start: The run's config with what checking it resolved (`prepare_start`).
+        run_dir: its directory.
+        on_evaluation: called as ``on_evaluation(timesteps, score)`` after each evaluation
+            (``score``: the mean win rate against ``eval_opponents``); answering True
+            before the last step asks for the polite stop a SIGTERM asks for (finish the
+            rollout and its update, checkpoint, stop; the summary says ``interrupted``).
+            Sweeps prune trials through it (`agents.sweep.runner.PruningHook`).
+    """
+
+    def __init__(self, start: TrainingStart, run_dir: str | Path,
+                 on_evaluation: Callable[[int, float], bool] | None = None):
+        config = start.config
+        self.start = start
+        self.config = config
+        self.rules = start.rules
+        self.on_evaluation = on_evaluation
+        self.run_dir = Path(run_dir)
+        self.pool = OpponentPool(config, self.rules)
+        self.best_score = -math.inf
+        self.best_pool_score = -math.inf
+        self.next_eval = config.eval_interval or config.total_timesteps
+        self.next_checkpoint = config.checkpoint_interval
+        self.next_expert = config.expert_interval
+        self.expert_stats: dict[str, float] = {}
+        self.stop_requested = False
+        self.stopped_at_checkpoint: int | None = None
+        self.last_eval_step: int | None = None
+        self.eval_lines = 0
+        self.rollouts_done = 0
+        self.pending_log: dict[str, list] | None = None
+        self._bar = None
+        self.model = None
+        self.env = None
+        self.vec_env = None
+        self.monitor = None
+        self.shaping = None
+        self.imitation_stats: dict[str, float] = {}
+        self.warmup_rollouts = 0
+        self._in_warm_start = False
+        #: the signal that stopped the warm start (its exception can be swallowed, e.g.
+        #: when it lands inside numba's compiler: the warm start checks this between parts)
+        self._warm_start_signal: str | None = None
+
+    # paths
+    @property
+    def last_checkpoint(self) -> Path:
+        """Path of the latest checkpoint."""
+        return self.run_dir / "checkpoints" / "last.zip"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        """Path of the best checkpoint by evaluation score."""
+        return self.run_dir / "best.zip"
+
+    @property
+    def eval_log(self) -> Path:
+        """Path of the evaluation log (one JSON line per evaluation)."""
+        return self.run_dir / "eval.jsonl"
+
+    def _metadata(self, timesteps: int, **extra: Any) -> dict[str, Any]:
+        return checkpoint_metadata(
+            self.rules,
+            timesteps,
+            config=self.config.to_dict(),
+            best_score=None if math.isinf(self.best_score) else self.best_score,
+            best_pool_score=None if math.isinf(self.best_pool_score) else self.best_pool_score,
+            snapshots=[agent.name for agent in self.pool.snapshots],
+            **extra,
+        )
+
+    # construction
+    def build_env(self):
+        """The batched training env with the opponent pool."""
+        from stable_baselines3.common.vec_env import VecMonitor
+
+        from skyjo_env.vec_env import SkyjoVecEnv
+
+        self.vec_env = SkyjoVecEnv(
+            num_envs=self.config.n_envs, rules=self.rules, opponents=self.pool,
+            seed=self.config.seed,
+        )
+        # VecMonitor sits below the shaping, so rollout/ep_rew_mean is the env's own reward
+        env = self.monitor = VecMonitor(self.vec_env)
+        if self.config.shaping > 0:
+            env = self.shaping = shaping_wrapper(
+                env, ObservationLayout(self.rules), self.config.gamma, self.config.shaping
+            )
+        self.env = env
+        return self.env
+
+    def build_model(self):
+        """A fresh MaskablePPO for the env."""
+        from sb3_contrib import MaskablePPO
+
+        config = self.config
+        start, end = config.learning_rate, config.learning_rate_final
+        # seed= goes through SB3's public set_random_seed: python, numpy and torch global
+        # generators, the action space, and env.seed(seed) (the VecEnv's documented seeding)
+        return MaskablePPO(
+            "MlpPolicy",
+            self.env,
+            learning_rate=lambda remaining: end + (start - end) * remaining,
+            n_steps=config.n_steps,
+            batch_size=config.batch_size,
+            n_epochs=config.n_epochs,
+            gamma=config.gamma,
+            gae_lambda=config.gae_lambda,
+            clip_range=config.clip_range,
+            ent_coef=config.ent_coef,
+            vf_coef=config.vf_coef,
+            max_grad_norm=config.max_grad_norm,
+            policy_kwargs=policy_kwargs(config.policy_architecture(), self.rules),
+            tensorboard_log=str(self.run_dir / "tb"),
+            seed=config.seed,
+            device="cpu",
+            verbose=0,
+        )
+
+    # warm starts: a saved network or imitation
+    def start_from_network(self) -> None:
+        """Load ``init_from``'s actor and critic into the fresh model
+        (`agents.training.warm_start.start_from_network`); the value warm-up rollouts
+        follow, since this run's reward or shaping may differ from the network's."""
+        start_from_network(self.model.policy, self.config.init_from,
+                           self.start.initial_network or {}, self.config.progress)
+        self.warmup_rollouts = self.config.value_warmup_rollouts
+
+    def warm_start(self) -> dict[str, float]:
+        """Clone the teacher into the fresh policy
+        (`agents.training.warm_start.imitation_warm_start`); the value warm-up rollouts
+        follow."""
+        stats = imitation_warm_start(self.model.policy, self.rules, self.config,
+                                     lambda: self._warm_start_signal)
+        self.imitation_stats = stats
+        self.warmup_rollouts = self.config.value_warmup_rollouts
+        return stats
+
+    def _warm_start_new_model(self) -> None:
+        """Build the model of a new run and warm-start it (``init_from``, or imitation with
+        the stop handlers raising `WarmStartInterrupted`)."""
+        self.model = self.build_model()
+        if self.config.init_from is not None:
+            self.start_from_network()
+        elif self.config.imitation_games > 0:
+            self._in_warm_start = True
+            try:
+                self.warm_start()
+            except KeyboardInterrupt as error:  # Ctrl-C inside a non-Python call
+                raise WarmStartInterrupted.by("SIGINT") from error
+            finally:
+                self._in_warm_start = False
+
+    # expert iteration
+    def due_for_expert(self, timesteps: int) -> bool:
+        """Whether an expert-iteration step is due (never at or past the last step)."""
+        return (self.config.expert_interval > 0 and timesteps >= self.next_expert
+                and timesteps < self.config.total_timesteps)
+
+    def expert_iteration(self, timesteps: int, logger=None) -> dict[str, float] | None:
+        """Search games over the current policy, then fit the network to them
+        (`agents.training.expert_step`).
+
+        Everything is seeded from the master seed and ``timesteps``, so a resumed run
+        repeats it exactly. A stop request (SIGTERM, Ctrl-C) between chunks abandons the
+        step with the network unchanged and the step still due (None is returned).
+
+        Returns:
+            ``{"agreement_before", "agreement_after", "loss", "decisions", "fitted",
+            "seconds"}``
+            and, with ``expert_value_fit``, ``"value_loss"`` (agreement: share of the
+            searched moves the greedy policy plays, before and after the fit), or None
+            when abandoned.
+        """
+        config = self.config
+        started = time.perf_counter()
+        policy_path = self.run_dir / "expert" / "policy.zip"
+        save_quietly(self.model, policy_path, self._metadata(timesteps))
+        self._write_progress(f"[{timesteps:>10,} steps] expert iteration: "
+                             f"{config.expert_games} games of {config.expert_search}")
+        searched = search_games(config, self.rules, policy_path, timesteps,
+                                should_stop=lambda: self.stop_requested)
+        if searched is None:
+            return None
+        self.freeze_actor(False)  # a step during the value warm-up trains the actor too
+        stats = fit_policy(self.model.policy, config, self.rules, searched, timesteps)
+        self.freeze_actor(self.rollouts_done < self.warmup_rollouts)
+        stats["seconds"] = time.perf_counter() - started
+        before, after = stats["agreement_before"], stats["agreement_after"]
+        self.next_expert = (timesteps // config.expert_interval + 1) * config.expert_interval
+        self.expert_stats = stats
+        if logger is not None:
+            for key, value in stats.items():
+                logger.record(f"expert/{key}", value)
+        self._write_progress(
+            f"[{timesteps:>10,} steps] expert iteration: {stats['decisions']:,.0f} decisions, "
+            f"policy agreed with search {before:.1%} before, {after:.1%} after the fit"
+            f" in {stats['seconds']:.0f} s"
+        )
+        return stats
+
+    def freeze_actor(self, frozen: bool) -> None:
+        """Stop (or resume) gradient flow into the actor: value-only updates while frozen."""
+        from agents.training.imitation import actor_parameters
+
+        for parameter in actor_parameters(self.model.policy):
+            parameter.requires_grad_(not frozen)
+
+    # progress
+    def _write_progress(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.write(line)
+
+    def open_progress(self, start: int) -> None:
+        """Start the progress bar at ``start`` steps."""
+        if self.config.progress:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.config.total_timesteps, initial=start, unit="step",
+                             dynamic_ncols=True, desc="training")
+
+    def advance_progress(self, timesteps: int) -> None:
+        """Move the bar to ``timesteps``."""
+        if self._bar is not None:
+            self._bar.update(timesteps - self._bar.n)
+
+    def close_progress(self) -> None:
+        """Close the bar."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    # periodic work
+    def due_for_eval(self, timesteps: int) -> bool:
+        """Whether an evaluation is due."""
+        return timesteps >= self.next_eval
+
+    def due_for_checkpoint(self, timesteps: int) -> bool:
+        """Whether a checkpoint is due."""
+        return timesteps >= self.next_checkpoint
+
+    def evaluate(self, timesteps: int, logger=None) -> dict:
+        """Evaluate against the baselines, log, keep best.zip, add a snapshot on a new best."""
+        config = self.config
+        interval = config.eval_interval or config.total_timesteps
+        self.next_eval = (timesteps // interval + 1) * interval
+        self.last_eval_step = timesteps
+        started = time.perf_counter()
+        evaluation = self.start.evaluation
+        results = evaluate_learner(self.model, self.rules, evaluation.take(), config.eval_games,
+                                   evaluation.seed)
+        score = float(np.mean([r["win_rate"] for r in results.values()]))
+        if logger is not None:
+            _log_evaluation(logger, results, score, len(self.pool.snapshots))
+        line = {"timesteps": timesteps, "score": score, "results": results,
+                "seconds": round(time.perf_counter() - started, 2)}
+        with open(self.eval_log, "a") as handle:
+            handle.write(json.dumps(line) + "\n")
+        self.eval_lines += 1
+        self._keep_best(timesteps, score)
+        if self._bar is not None:
+            summary = " ".join(f"{s}={r['win_rate']:.2f}" for s, r in results.items())
+            self._bar.write(f"[{timesteps:>10,} steps] win rate vs {summary}")
+        if (self.on_evaluation is not None and self.on_evaluation(timesteps, score)
+                and timesteps < config.total_timesteps):  # at the end there is nothing to stop
+            self.stop_requested = True
+        return line
+
+    def _keep_best(self, timesteps: int, score: float) -> None:
+        """Save best.zip on a new best score; add a pool snapshot on a new best that
+        reaches ``snapshot_min_score``."""
+        if score > self.best_score:
+            self.best_score = score
+            save_quietly(self.model, self.best_checkpoint, self._metadata(timesteps, score=score))
+        if score >= self.config.snapshot_min_score and score > self.best_pool_score:
+            self.best_pool_score = score
+            name = f"snapshot_{timesteps:012d}"
+            save_quietly(self.model, self.run_dir / "snapshots" / name, self._metadata(timesteps))
+            self.pool.add_snapshot(frozen_copy(self.model, name))
+
+    def checkpoint(self, timesteps: int) -> Path:
+        """Write checkpoints/last.zip atomically, with the run state to resume from
+        (`agents.training.run_state`).
+
+        Call it only where no rollout is half collected (at a rollout start, or after
+        ``learn`` returned), or the resumed run is not the same run.
+        """
+        step = self.config.checkpoint_interval
+        self.next_checkpoint = (timesteps // step + 1) * step
+        extra = run_state_members(*export_run_state(self, timesteps))
+        return save_quietly(self.model, self.last_checkpoint, self._metadata(timesteps), extra)
+
+    # signals
+    def _install_stop_handlers(self) -> Callable[[], None]:
+        """SIGTERM and a first Ctrl-C ask for a polite stop; returns the undo function.
+
+        During the warm start (nothing to save yet) they raise `WarmStartInterrupted`; during
+        PPO they set ``stop_requested`` (the run then checkpoints at the next rollout start
+        and stops); a second Ctrl-C interrupts at once.
+        """
+        def request_stop(signum, frame):
+            if self._in_warm_start:
+                self._warm_start_signal = signal.Signals(signum).name
+                raise WarmStartInterrupted.by(self._warm_start_signal)
+            if self.stop_requested and signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            self.stop_requested = True
+            if self._bar is not None:
+                self._bar.write("stopping: finishing this rollout, then a last checkpoint "
+                                "(Ctrl-C again to stop at once)")
+
+        previous = {}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            try:
+                previous[signum] = signal.signal(signum, request_stop)
+            except ValueError:  # not the main thread: no handlers there
+                return lambda: None
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        return restore
+
+    # the job
+    def run(self) -> dict[str, Any]:
+        """Train to ``total_timesteps`` (continuing the last checkpoint when the start
+        says ``resume``).
+
+        Returns:
+            A summary: ``timesteps``, ``interrupted``, ``best_score``, ``last_checkpoint``,
+            ``best_checkpoint``, ``steps_per_second``.
+
+        Raises:
+            WarmStartInterrupted: SIGTERM or Ctrl-C during the warm start (nothing written).
+            CheckpointError: resuming a missing, corrupt or incompatible checkpoint.
+            TrainConfigError: the warm start's or expert iteration's Ray cannot start.
+        """
+        import torch
+
+        torch.set_num_threads(self.config.torch_threads)
+        undo_handlers = self._install_stop_handlers()
+        try:
+            return self._run()
+        finally:
+            undo_handlers()
+            self.close_progress()
+
+    def _run(self) -> dict[str, Any]:
+        resume = self.start.resume
+        self.build_env()
+        done = 0
+        if resume:
+            done = restore_run(self)
+        else:
+            self._warm_start_new_model()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.yaml").write_text(
+            yaml.safe_dump(self.config.to_dict(), sort_keys=False)
+        )
+        remaining = self.config.total_timesteps - done
+        started, start_steps = time.perf_counter(), done
+        aborted = False
+        try:
+            if remaining > 0:
+                self.model.learn(
+                    remaining,
+                    callback=make_callback(self),
+                    reset_num_timesteps=not resume,
+                    tb_log_name="ppo",
+                )
+        except KeyboardInterrupt:
+            # a second Ctrl-C: the model may be mid-update, so the last checkpoint stands
+            self.stop_requested = aborted = True
+        timesteps = self._finish(aborted)
+        elapsed = time.perf_counter() - started
+        return {
+            "timesteps": timesteps,
+            "interrupted": self.stop_requested,
+            "best_score": self.best_score,
+            "last_checkpoint": str(self.last_checkpoint),
+            "best_checkpoint": str(self.best_checkpoint),
+            "steps_per_second": (timesteps - start_steps) / elapsed if elapsed > 0 else 0.0,
+        }
+
+    def _finish(self, aborted: bool) -> int:
+        """The steps the run ends at; after a full or politely stopped run, the last
+        checkpoint and (unless one was just taken) the last evaluation."""
+        timesteps = int(self.model.num_timesteps)
+        if self.stopped_at_checkpoint is not None:
+            # SB3 took one step of the next rollout before it saw the stop: not saved
+            return self.stopped_at_checkpoint
+        if aborted:  # what a resume would continue from
+            return (read_metadata(self.last_checkpoint)["timesteps"]
+                    if self.last_checkpoint.is_file() else 0)
+        self.checkpoint(timesteps)
+        if not self.stop_requested and self.last_eval_step != timesteps:
+            self.evaluate(timesteps)
+            self.checkpoint(timesteps)  # records the evaluation, so a resume skips it
+        return timesteps
+
+
+def _log_evaluation(logger, results: dict, score: float, snapshots: int) -> None:
+    """Record an evaluation's ``eval/*`` scalars in an SB3 logger."""
+    for spec, result in results.items():
+        name = spec.replace(":", "_").replace("/", "_")
+        logger.record(f"eval/win_rate_vs_{name}", result["win_rate"])
+        logger.record(f"eval/mean_round_score_vs_{name}", result["mean_round_score"])
+    logger.record("eval/score", score)
+    logger.record("eval/snapshots", snapshots)
+
+
+def run_training(start: TrainingStart, run_dir: str | Path,
+                 on_evaluation: Callable[[int, float], bool] | None = None) -> dict[str, Any]:
+    """Train (or resume) the run of a checked start; see `Trainer.run` (and `Trainer` for
+    ``on_evaluation``)."""
+    return Trainer(start, run_dir, on_evaluation=on_evaluation).run()
+
+
+def train(config: TrainConfig, run_dir: str | Path, resume: bool = False,
+          on_evaluation: Callable[[int, float], bool] | None = None) -> dict[str, Any]:
+    """Train (or resume) a run: check the config once (`prepare_start`), then
+    `run_training`.
+
+    Raises:
+        TrainConfigError: A bad agent spec, ``init_from`` or teacher, or Ray missing
+            (before any work); see `Trainer.run` for the rest.
+    """
+    return run_training(prepare_start(config, resume), run_dir, on_evaluation=on_evaluation)
