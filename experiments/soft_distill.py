@@ -46,7 +46,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from compare_networks import deal_win_shares, interval_text, network_rules  # beside this script
+from _benchmarks import benchmark_module  # the module beside this script
+
+_compare = benchmark_module("compare_networks")
+deal_win_shares, interval_text, network_rules = (
+    _compare.deal_win_shares, _compare.interval_text, _compare.network_rules)
 
 #: Decisions labelled per `SearchAgent.action_values` call.
 _CHUNK = 256

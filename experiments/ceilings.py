@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from machine_load import load_average  # the module beside this script
+from _benchmarks import benchmark_module  # the module beside this script
 
 from agents.baselines.ev import EVAgent
 from agents.evaluation.games import check_games, deal_seeds, play_games
@@ -38,6 +38,8 @@ from agents.evaluation.statistics import win_rate_interval
 from agents.registry import make_agent
 from skyjo_env.core import SkyjoRules, legal_action_mask, new_batch, reset, step
 from skyjo_env.encoding import ObservationEncoder
+
+load_average = benchmark_module("machine_load").load_average
 
 
 @dataclass

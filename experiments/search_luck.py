@@ -27,12 +27,14 @@ import argparse
 import time
 
 import numpy as np
-from search_agent import searched_decisions  # the module beside this script
+from _benchmarks import benchmark_module  # the module beside this script
 
 from agents.registry import make_agent
 from skyjo_env.core import SkyjoRules
 from skyjo_env.core.actions import Phase
 from skyjo_env.encoding import ObservationEncoder
+
+searched_decisions = benchmark_module("search_agent").searched_decisions
 
 DEFAULT_SPEC = ("search(samples=64,leaf=critic,depth=12,top_actions=4,confidence_z=0.5,"
                 "verify_samples=128):ppo:models/ppo_2p.zip")
