@@ -2,7 +2,7 @@
 
 Expert iteration fits the network to the moves the search plays (`agents.ppo.expert`). On
 ``ppo_2p`` that gained nothing measurable: the search switches the network's move in about
-13% of decisions, and a fit to those picks did not learn them (README, "Expert
+13% of decisions, and a fit to those picks did not learn them (docs/results.md, "Expert
 iteration"). A pick throws away how sure the search was. This script keeps it: every
 searched decision of a games file (``skyjo-distill --keep-games``) is labelled with the
 search's mean rollout value of each action it tries and the standard error of each
