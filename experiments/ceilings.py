@@ -19,7 +19,7 @@ lowest total shares the win, a truncated game has no winner.
 
 Usage::
 
-    python benchmarks/ceilings.py [--games 2000] [--games4 800] [--seed 0]
+    python experiments/ceilings.py [--games 2000] [--games4 800] [--seed 0]
                                   [--search] [--search-games 40]
 """
 

@@ -6,7 +6,7 @@ discard *fed* it the clear. Eliminations decide Skyjo games, so feeding them to 
 seat is costly. Prints, per agent, its discards, the clears they fed, and the clears it
 made with taken discards, over seat-rotated full games (AEC env, one game at a time).
 
-    python benchmarks/feeding.py --agents ppo:models/ppo_2p.zip ev --games 400 --seed 0
+    python experiments/feeding.py --agents ppo:models/ppo_2p.zip ev --games 400 --seed 0
 """
 
 from __future__ import annotations

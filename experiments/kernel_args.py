@@ -2,7 +2,7 @@
 
 Issue #12 item 6 asked for the kernels to take the state as one named tuple instead of
 11-20 positional arrays, if that costs no speed. The candidate is kept as a patch,
-``benchmarks/kernel_args_named.patch``: applied to a temporary copy of
+``experiments/kernel_args_named.patch``: applied to a temporary copy of
 `skyjo_env/core/kernels.py`, it gives every kernel that changes a game a `GameArrays`
 named tuple (the entry points called from Python still take the arrays positionally and
 wrap them). This script compares, in one process, alternating the variants within every
@@ -21,7 +21,7 @@ same games (checked). Ratios are speeds relative to ``positional`` (above 1: fas
 
 Usage::
 
-    python benchmarks/kernel_args.py [--repeats 7] [--quick]
+    python experiments/kernel_args.py [--repeats 7] [--quick]
 """
 
 from __future__ import annotations

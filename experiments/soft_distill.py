@@ -20,7 +20,7 @@ from the source network's on the same deals with the interval of that paired dif
 
 Usage::
 
-    python benchmarks/soft_distill.py --games run.games.npz [more.games.npz ...] \\
+    python experiments/soft_distill.py --games run.games.npz [more.games.npz ...] \\
         [--checkpoint models/ppo_2p.zip] [--parts 2] \\
         [--fit TEMPERATURE SHRINK EPOCHS LR ...] [--eval-games 2000] [--eval-seed 11] \\
         [--capacity-check 8000]
