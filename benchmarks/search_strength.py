@@ -1,7 +1,7 @@
 """How much a search setting's overrides of its PPO base are worth, without playing games.
 
 Full-game evaluations of a search agent are slow (a 400-game run of ``search`` over
-``ppo_2p`` takes 13-30 minutes on 2 shared cores) and still carry +-4.5 points of noise.
+``ppo_2p`` takes many minutes) and still carry several points of noise.
 This script measures the thing a search is for directly: on a fixed set of decisions
 (positions of ``ev`` self-play, `benchmarks.search_agent.searched_decisions`), where the
 search picks another action than its base agent, is that action better?

@@ -393,12 +393,9 @@ def raw_env(
 
 # Why subclasses that touch PettingZoo's private wrapper state (``_has_reset``,
 # ``_has_updated``, the order-enforcing iterator) rather than the plain wrappers: speed.
-# Measured side by side (benchmarks/aec_wrappers.py, 2 players, random legal play, median
-# CPU rate of 5 alternating 1 s runs): the plain ``OrderEnforcingWrapper(
-# AssertOutOfBoundsWrapper(raw))`` makes 26,818 decisions/s, these 85,305/s, so the plain
-# ones run at 0.31x, below the 40,000/s target. Both fast paths matter: the fast
-# order-enforcing wrapper over the plain bounds wrapper alone gave 60,042/s, the plain
-# order-enforcing over the fast bounds wrapper 35,851/s (raw env: 99,350/s).
+# The plain ``OrderEnforcingWrapper(AssertOutOfBoundsWrapper(raw))`` runs several times
+# slower, below the 40,000 decisions/s target, and both fast paths matter
+# (benchmarks/aec_wrappers.py; the figures are in docs/results.md).
 # tests/envs/test_aec.py checks that both behave like PettingZoo's own.
 
 

@@ -68,8 +68,8 @@ from skyjo_env.core.rules import SkyjoRules
 DEFAULT_CHUNK_DEALS = 256
 
 #: Fewest chunks a tournament is cut into by default (a deal group per chunk at least):
-#: 400 two-player games of a search agent (2 s a game) were one chunk of 256 deal groups,
-#: so ``--workers 2`` ran them on one worker.
+#: a small tournament of a slow search agent would otherwise be one chunk of 256 deal
+#: groups, played by one worker however many there are.
 MIN_CHUNKS = 16
 
 #: Seconds to wait for a cluster address to accept a connection before giving up (Ray

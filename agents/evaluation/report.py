@@ -54,7 +54,7 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 def games_per_second_text(rate: float) -> str:
     """A speed for the table: whole games per second from 10 up, else two significant
-    digits (a searched agent plays 0.31 games/s, which ``:.0f`` showed as 0)."""
+    digits (a searched agent plays well under a game a second, which ``:.0f`` showed as 0)."""
     return f"{rate:.0f}" if rate >= 10 else f"{rate:.2g}"
 
 

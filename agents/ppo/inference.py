@@ -3,8 +3,8 @@
 `PPOAgent.act` runs millions of times in evaluations and rollouts. sb3-contrib's
 ``policy.get_distribution`` builds a ``MaskableCategorical`` per call (two torch
 ``Categorical`` constructions, argument checks, a mask copy), which costs as much as the
-network at a batch of one and ~13% at large batches. `MaskedActor` runs the very same
-modules (features extractor, actor MLP, action head) and reproduces the distribution's
+network at a batch of one and a noticeable share at large batches. `MaskedActor` runs the
+very same modules (features extractor, actor MLP, action head) and reproduces the distribution's
 logits with the same float32 operations, so greedy actions, sampling probabilities and
 hence samples drawn with the same generator are identical to the SB3 path:
 
@@ -20,13 +20,12 @@ The modules are used, not copied, so an actor over a policy that is being traine
 acts with the current weights.
 
 ``precision="bfloat16"`` runs the linear layers (actor MLP and action head) in bfloat16
-under ``torch.autocast``; the features and both normalisations stay float32. On a CPU
-with native bfloat16 (AVX512-BF16 or AMX) the MLP runs about 3.5x faster at a batch of
-10,000 and 1.6x at 256 (one core; `benchmarks/search_agent.py` shows the effect on
-search rollouts). The probabilities then differ from SB3's by bfloat16 rounding (at most
-0.03 over ev-game positions), so a greedy action can differ where two legal logits are
-that close (4 of 3,240 positions for ``ppo_2p``, 1 of 3,536 for ``ppo_4p``); it is meant
-for search rollouts, not for the agent's own decisions or for training.
+under ``torch.autocast``; the features and both normalisations stay float32. It is
+faster only on a CPU with native bfloat16 (AVX512-BF16 or AMX;
+`benchmarks/search_agent.py` shows the effect on search rollouts). The probabilities
+then differ from SB3's by bfloat16 rounding, so a greedy action can differ where two
+legal logits are that close (docs/results.md); it is meant for search rollouts, not for
+the agent's own decisions or for training.
 """
 
 from __future__ import annotations

@@ -24,10 +24,8 @@ For every decision row with two or more legal actions, `SearchAgent`:
 A rollout cut by ``depth`` or by the turn cap is valued by the margin of expected round
 scores (`expected_round_scores`): face-up cards plus the mean unseen card per face-down
 card, no final-reveal eliminations; a seat that has already ended the round takes the
-finisher penalty when another seat's expected score is as good. (Before, a cut rollout
-carried no penalty at all, so at big tables, where the others' last turns outlast the
-rollout, going out looked free: `search(samples=4,depth=4):ev` among 11 `ev` ended 52%
-of its rounds and was penalised in 92% of them.)
+finisher penalty when another seat's expected score is as good (without it, at big
+tables, where the others' last turns outlast the rollout, going out would look free).
 Another value can replace the margin through ``SearchAgent.value_fn``
 (`RoundMarginValue` is the default): it gets the rollout games at their end and which of
 them reached the round's end. ``leaf=critic`` (`agents.search.values.CriticValue`) values
@@ -39,25 +37,12 @@ decision of seat 0 after ``depth`` decisions (at most ``4 * P`` decisions later)
 (``prior_fn``) and the base agent's own choice, so more samples or depth fit in the
 same time.
 
-Measured over ``ppo_2p`` with 32 samples, z = 1 (`benchmarks/search_strength.py`, 600
-decisions: are the actions a search substitutes for its base's better, judged by 256
-independent round-end rollouts per decision?), in points of margin gained per decision:
-the critic at depth 1 (a one-step lookahead) +0.06 (SE 0.11), at depth 6 +0.25 (0.12), at
-depth 12 +0.34 (0.12), at depth 12 with ``top_actions=4`` +0.33 (0.10) and, on another
-600 decisions, +0.26 (0.10); the margin cut estimate (z = 2) +0.17 (0.11); with 8
-samples the gains vanish (margin: -0.02; critic, depth 12, top 3: +0.17 and +0.00).
-In games (``evaluate.py --agents SPEC ev --games 400 --seed 1``):
-``search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4):ppo:models/ppo_2p.zip``
-won 78.6% [74.6, 82.6] against ``ev`` where plain ``ppo_2p`` won 69.8% [65.1, 74.4], at
-21 ms per searched decision on one core (``benchmarks/search_agent.py``, quiet machine);
-with 8 samples (depth 12, top 3) 66.9% [62.1, 71.6]. Adding ``verify_samples=128``
-(with 64 samples and z = 0.5, `PPO_SEARCH`, what ``search:ppo:PATH`` uses) won 83.9%
-[80.3, 87.4] on the same 400 games, at 25.8 ms per decision (the setting above: 14.0 ms,
-side by side on one quiet core).
+How the settings compare, per decision (`benchmarks/search_strength.py`) and in games
+(``evaluate.py``), is recorded in ``docs/results.md`` ("Search").
 
 With ``luck=adjusted`` every rollout's value has the fitted luck of the cards it met
-taken out (`agents.search.luck`): the same expected values, about 0.71 times the standard
-errors of the paired comparisons (`benchmarks/search_luck.py`).
+taken out (`agents.search.luck`): the same expected values, smaller standard errors of
+the paired comparisons (`experiments/search_luck.py` measures how much smaller).
 
 Not searched: rows with one legal action (that action), and initial reveals (the base
 agent decides them; the rebuilt setup phase is not played on, see `observed`).
@@ -143,7 +128,7 @@ class SearchOptions:
             choice only when its mean advantage on the same samples exceeds this many
             standard errors (>= 0; 0 always takes the best mean). Rollout values are
             noisy (a round's luck), and with few samples the plain best mean is mostly
-            noise: without this guard ``search:ev`` lost 95% of 20 games to ``ev``.
+            noise, so switching on it plays worse than the base agent.
         leaf: How rollouts are valued: ``margin`` (`RoundMarginValue`, any base agent) or
             ``critic`` (`agents.search.values.CriticValue`: the value head of a PPO base
             agent, rollouts cut at seat 0's next decision; built by `agents.registry`,
@@ -162,13 +147,10 @@ class SearchOptions:
             share of the luck of the cards they turned up, drew and swapped out
             (`agents.search.luck`): the same expected values, less noise between actions.
 
-    The defaults come from short runs against ``ev`` (2 players, seed 1, 8 samples):
-    rollouts to the round's end (depth 400) with z = 1 won 20% of 40 games (the
-    round's luck swamps the differences between actions: paired differences have a
-    standard deviation of about 16 points for true gaps of 1-5); depth 8 with the
-    expected-score cut estimate, z = 1: 38.5% of 100; depth 8, z = 2: 55.5% of 100;
-    with 32 samples 67.5% [62.0, 73.0] of 200 (8 samples: 57.0% [50.9, 63.1]), at about
-    18 ms per searched decision (``benchmarks/search_agent.py``).
+    The defaults come from short runs against ``ev`` (recorded in ``docs/results.md``,
+    "Search"): rollouts to the round's end let the round's luck swamp the differences
+    between actions, so rollouts are short and cut by the expected-score estimate, and a
+    switch needs a clear margin.
     """
 
     samples: int = 32
@@ -233,13 +215,8 @@ class SearchOptions:
 
 
 #: What ``search:ppo:PATH`` (no options) searches with: the critic leaf, the policy's top
-#: 4 actions, 64 samples, and a switch retested on 128 fresh samples at z = 0.5. Over
-#: ``ppo_2p``: 83.9% [80.3, 87.4] of 400 games against ``ev`` (seed 1) where the same
-#: without the retest (32 samples, z = 1) won 78.6% [74.6, 82.6] on the same deals, and
-#: 84.4% [82.8, 86.0] of 2,000 games (seed 2; 79.8% without the retest on the first 1,000);
-#: 100% of 400 against ``greedy``; 25.8 ms per decision on one quiet core
-#: (`benchmarks/search_agent.py`). Over ``ppo_2p_feeding``: 88.9% [87.6, 90.3] of the same
-#: 2,000 games, at 34.4 ms per decision.
+#: 4 actions, 64 samples, and a switch retested on 128 fresh samples at z = 0.5: the
+#: setting measured best over ``ppo_2p`` (its measurements: ``docs/results.md``, "Search").
 PPO_SEARCH = SearchOptions(samples=64, depth=12, confidence_z=0.5, leaf="critic",
                            top_actions=4, verify_samples=128)
 

@@ -163,16 +163,14 @@ class TrainConfig(BaseModel):
     ``expert_search`` over the current policy plays ``expert_games`` self-play games; the
     actor is fitted to the searched moves (and with ``expert_value_fit`` the critic to the
     games' outcomes), then PPO continues (`agents.training.expert`). Searched games are slow
-    (the default search: about 6 s each on one core). Measured over the shipped 2-player
-    network: +0.7 to +2.8 points against ev for one step, a second step no better; within
-    noise (README)."""
+    (seconds each on one core). What it gained is recorded in docs/results.md."""
     expert_search: str = Field(
         "search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4)", min_length=1
     )
     """The search of expert iteration, without its base: ``search`` or
     ``search(OPTIONS)`` (see `agents.registry`); the base is the current policy. The
-    default is the setting measured best over the shipped 2-player network (about 6 s per
-    self-play game on one core)."""
+    default is the critic search that expert iteration was first measured with
+    (docs/results.md); ``PPO_SEARCH``'s retest makes a stronger but slower teacher."""
     expert_games: int = Field(64, ge=1)
     """Self-play games of the search per expert-iteration step (played by ``data_workers``
     like the warm start's)."""
@@ -180,19 +178,19 @@ class TrainConfig(BaseModel):
     """Passes over each expert-iteration step's decisions."""
     expert_anchor: float = Field(0.5, ge=0, lt=1)
     """Weight of the policy's own action probabilities in the fit's targets, the rest on the
-    searched move (`agents.training.imitation.clone_policy`): plain cloning (0) lost ground in
-    measurements, 0.5 did not (README). Not used with ``expert_soft_temperature``."""
+    searched move (`agents.training.imitation.clone_policy`), so the fit does not chase the
+    search's rare, noisy surprises (docs/results.md). Not used with
+    ``expert_soft_temperature``."""
     expert_soft_temperature: float | None = Field(None, gt=0)
     """null fits the actor to the searched moves (hard targets, ``expert_anchor``); a
     number fits it to soft targets of that temperature instead: the policy's probabilities
     times ``exp(advantage / temperature)``, the advantage being the search's mean rollout
-    value of each action minus that of the policy's move (`agents.training.expert`). Measured
-    on the same search games over the shipped 2-player network: 0.03 gained +1.2 points
-    against ev, hard targets +0.2 to +0.3 (README)."""
+    value of each action minus that of the policy's move (`agents.training.expert`). Soft
+    targets keep how sure the search was; docs/results.md compares them with hard ones."""
     expert_value_fit: bool = False
-    """Fit the critic to the search games' outcomes too. Off: measured, refitting the
-    critic on a step's games spoiled it as the search's leaf value (the next step's
-    network fell from 71.3% to 53.0% against ev); PPO keeps training it anyway."""
+    """Fit the critic to the search games' outcomes too. Off by default: refitting the
+    critic on one step's games can spoil it as the next search's leaf value
+    (docs/results.md); PPO keeps training it anyway."""
     expert_learning_rate: float = Field(1e-4, gt=0)
     """Adam step size of the expert-iteration fit (its own optimizer; PPO's is untouched)."""
     eval_interval: int = Field(500_000, ge=0)

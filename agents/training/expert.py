@@ -17,8 +17,8 @@ alone, so the data is the same in this process or on any number of Ray workers
 With a soft temperature (``skyjo-distill --soft-temperature``, ``expert_soft_temperature``)
 the actor is fitted instead to `soft_search_targets`: the search's action values (its mean
 rollout value of each action it tried, recorded as it played: `SearchGames`), not only its
-picks. Measured in `benchmarks/soft_distill.py`: on the same 256 search games, hard picks
-gained +0.2 to +0.3 points against `ev`, soft targets +1.2 (README).
+picks, so a near tie moves the target a little and a clear edge a lot
+(`experiments/soft_distill.py` compared the two; docs/results.md).
 """
 
 from __future__ import annotations
@@ -461,10 +461,9 @@ def distill_checkpoint(
     rules and architecture).
 
     With ``value_fit`` the critic is fitted to the games' returns too (with the shaping
-    weight of the checkpoint's training config). Off by default: measured, a step with it
-    took the shipped 2-player network to 71.3% against `ev`, but the critic search over
-    that network then disagreed with it far more often (74% agreement, was 86%) and the
-    next step fell to 53.0%; the critic that PPO trained is the better leaf value.
+    weight of the checkpoint's training config). Off by default: a critic refitted on one
+    step's games made a worse leaf value for the next step's search than the critic PPO
+    trained (docs/results.md, "Expert iteration and distillation").
 
     Args:
         source: A ``skyjo-rl-ppo`` checkpoint. target: Where the new one goes.

@@ -394,10 +394,8 @@ def clone_policy(
     ``(1 - a) * one_hot(move) + a * p_before`` (``p_before``: the policy's own action
     probabilities before the fit), a cross-entropy towards a mix that keeps what the
     policy already does where the teacher agrees and moves part of the mass where it does
-    not. Measured for expert iteration (`agents.training.expert`): distilling 64 games of the
-    critic search into the shipped 2-player network took it from 68.7% to 72.4% against
-    `ev` with a = 0.5, and to 67.8% with a = 0 (2,000 games each); other game sets with
-    a = 0.5 gave 71.3% (64 games) and 70.3% (192 games).
+    not. Expert iteration (`agents.training.expert`) uses it so that a fit to the search's
+    moves does not chase their rare, noisy surprises (docs/results.md).
 
     The actor and the critic are separate networks over a features extractor without
     parameters, so the summed loss trains each on its own target.

@@ -14,16 +14,16 @@ from skyjo_env.core import SkyjoRules, legal_action_mask, new_batch, reset, step
 from skyjo_env.core.layout import HIDDEN
 from skyjo_env.encoding import ObservationEncoder
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 
 @pytest.fixture(scope="module")
 def ceilings(request):
-    """``benchmarks/ceilings.py`` as a module (benchmarks are scripts, not a package)."""
+    """``experiments/ceilings.py`` as a module (experiments are scripts, not a package)."""
     patch = pytest.MonkeyPatch()
-    patch.syspath_prepend(str(BENCHMARKS))  # it imports machine_load from beside itself
+    patch.syspath_prepend(str(EXPERIMENTS))  # it imports _benchmarks from beside itself
     request.addfinalizer(patch.undo)
-    spec = importlib.util.spec_from_file_location("ceilings", BENCHMARKS / "ceilings.py")
+    spec = importlib.util.spec_from_file_location("ceilings", EXPERIMENTS / "ceilings.py")
     module = importlib.util.module_from_spec(spec)
     patch.setitem(sys.modules, "ceilings", module)  # dataclasses look their module up there
     spec.loader.exec_module(module)

@@ -453,7 +453,7 @@ def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     save_recorded_games(record_games(RULES, [make_agent("ev", RULES, seed=0)], 2, seed=1),
                         games, {"search": "none: ev self-play"})
     root = Path(__file__).resolve().parents[2]
-    command = [sys.executable, str(root / "benchmarks" / "soft_distill.py"), "--games",
+    command = [sys.executable, str(root / "experiments" / "soft_distill.py"), "--games",
                str(games), "--search", TINY_SEARCH, "--parts", "1", "--fit", "0.03", "1", "1",
                "1e-4", "--eval-games", "4", "--out-dir", str(tmp_path / "fits")]
     first = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=300)
@@ -483,7 +483,7 @@ def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_pa
     games = tmp_path / "searched.games.npz"
     save_recorded_games(played, games, {"search": "search(samples=2,depth=2,leaf=critic)"},
                         values)
-    command = [sys.executable, str(root / "benchmarks" / "soft_distill.py"), "--games",
+    command = [sys.executable, str(root / "experiments" / "soft_distill.py"), "--games",
                str(games), str(games), "--fit", "0.03", "0", "1", "1e-4", "--eval-games", "2",
                "--out-dir", str(tmp_path / "fits")]
     done = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=300)
@@ -520,7 +520,7 @@ def test_compare_networks_benchmark__same_network_same_deals_differs_by_zero():
     "networks, extra, message",
     [
         (["ppo_2p.zip", "ppo_4p.zip"], [], "ppo_4p.zip was trained for other rules than"),
-        (["ppo_2p.config.yaml"], [], "is corrupt"),
+        (["ppo_2p.md"], [], "is corrupt"),
         (["no_such.zip"], [], "does not exist"),
         (["ppo_2p.zip"], ["--games", "0"], "--games must be >= 1"),
     ],
@@ -563,7 +563,7 @@ def test_soft_distill_benchmark__bad_input_is_one_line_exit_2(extra, message):
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "benchmarks" / "soft_distill.py"), *extra],
+    done = subprocess.run([sys.executable, str(root / "experiments" / "soft_distill.py"), *extra],
                           capture_output=True, text=True, cwd=root, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr

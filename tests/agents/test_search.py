@@ -118,7 +118,7 @@ def test_search__legal_and_deterministic_for_a_seed():
 @pytest.mark.parametrize(
     "spec", [None, "search(samples=2,depth=2,leaf=critic,top_actions=3):ppo:models/ppo_2p.zip",
              "search(samples=2,depth=2,leaf=critic,top_actions=3):"
-             "ppo:models/ppo_2p_feeding.zip",
+             "ppo:models/ppo_2p_stage3.zip",
              "search(samples=4,depth=4,luck=adjusted):ev"],
     ids=["margin-over-ev", "critic-over-ppo", "critic-over-ppo-feeding", "luck-adjusted-over-ev"],
 )

@@ -142,7 +142,7 @@ def test_search_luck_benchmark__runs_and_reports_the_ratios():
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "search_luck.py"
+    script = Path(__file__).resolve().parents[2] / "experiments" / "search_luck.py"
     done = subprocess.run(
         [sys.executable, str(script), "--decisions", "12", "--spec",
          "search(samples=24,depth=6,top_actions=3,leaf=critic):ppo:models/ppo_2p.zip"],

@@ -1,14 +1,19 @@
-"""The agents shipped in models/ load under the current observation layout and play, and
-are weights plus JSON only (format skyjo-rl-ppo/2: no pickled member)."""
+"""The networks shipped in models/: each ``<name>.zip`` comes with its model card
+``<name>.md``, the card agrees with the checkpoint's own metadata and names reports that
+exist, and every network loads under the current observation layout, plays, and is weights
+plus JSON only (format skyjo-rl-ppo/2: no pickled member). The list of networks is read
+from the files, so a network added or removed needs no edit here."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agents.evaluation.tournament import play_tournament
 from agents.ppo.checkpoint import (
@@ -23,42 +28,73 @@ from agents.registry import make_agent
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import OBSERVATION_VERSION
 
-MODELS = Path(__file__).resolve().parents[2] / "models"
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "models"
+#: Every shipped network, by name: the ``models/*.zip`` files.
+SHIPPED = sorted(path.stem for path in MODELS.glob("*.zip"))
+#: The keys a model card's front matter holds.
+CARD_KEYS = {"players", "features", "trained_with", "parent", "steps", "commit", "reports"}
 
 
-#: every shipped network: its players and its features kind
-SHIPPED = {"ppo_2p": (2, "grid"), "ppo_4p": (4, "grid"), "ppo_2p_feeding": (2, "grid_feeding"),
-           "ppo_4p_feeding": (4, "grid_feeding_waits"), "ppo_2p_distilled": (2, "grid_feeding"),
-           "ppo_4p_stage3": (4, "grid_feeding_waits"), "ppo_4p_stage4": (4, "grid_feeding_waits"),
-           "ppo_4p_stage5": (4, "grid_feeding_waits"), "ppo_2p_stage3": (2, "grid_feeding")}
+def _card(name: str) -> tuple[dict, str]:
+    """A model card's YAML front matter and its Markdown body."""
+    text = (MODELS / f"{name}.md").read_text()
+    if not text.startswith("---\n"):
+        raise ValueError(f"models/{name}.md does not start with YAML front matter (---)")
+    front, _, body = text[4:].partition("\n---\n")
+    return yaml.safe_load(front), body
 
 
-def test_shipped_list__names_every_network_in_models():
-    on_disk = {path.stem for path in MODELS.glob("*.zip")}
-    assert on_disk == set(SHIPPED), "add new models/*.zip files to SHIPPED (and drop removed ones)"
+def test_models__hold_only_networks_and_their_cards():
+    networks = {path.stem for path in MODELS.glob("*.zip")}
+    cards = {path.stem for path in MODELS.glob("*.md")}
+    others = sorted(path.name for path in MODELS.iterdir()
+                    if path.suffix not in {".zip", ".md"})
+    assert "ppo_2p" in networks and "ppo_4p" in networks  # the tests and benchmarks use them
+    assert not networks - cards, f"networks without a model card: {sorted(networks - cards)}"
+    assert not cards - networks, f"model cards without a network: {sorted(cards - networks)}"
+    assert not others, f"models/ holds only networks and cards; move {others} to results/"
 
 
-@pytest.mark.parametrize("name, players", [(name, players) for name, (players, _) in SHIPPED.items()])
-def test_shipped_model__loads_and_plays_legal_full_games(name, players):
+@pytest.mark.parametrize("name", SHIPPED)
+def test_model_card__agrees_with_the_checkpoint_and_names_existing_reports(name):
+    front, body = _card(name)
+    metadata = read_metadata(MODELS / f"{name}.zip")
+    assert set(front) == CARD_KEYS, f"models/{name}.md front matter keys: {sorted(front)}"
+    assert front["players"] == metadata["rules"]["num_players"]
+    assert front["features"] == metadata["policy"]["features"]
+    assert front["steps"] == metadata["timesteps"]
+    assert (ROOT / front["trained_with"]).is_file(), front["trained_with"]
+    assert front["parent"] is None or isinstance(front["parent"], str)
+    assert front["reports"], f"models/{name}.md names no report"
+    for report in front["reports"]:
+        data = json.loads((ROOT / report).read_text())
+        assert data["agents"][0]["spec"] == f"ppo:models/{name}.zip", report
+        assert data["num_players"] == front["players"], report
+        # the card quotes the report's headline number
+        assert f"{data['agents'][0]['win_rate']:.1%}" in body, (report, "win rate not quoted")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_model__loads_and_plays_legal_full_games(name):
     path = MODELS / f"{name}.zip"
-    assert read_metadata(path)["observation_version"] == OBSERVATION_VERSION
+    metadata = read_metadata(path)
+    assert metadata["observation_version"] == OBSERVATION_VERSION
+    players = metadata["rules"]["num_players"]
     rules = SkyjoRules(num_players=players)
     agent = load_ppo_agent(path, rules)
     others = [make_agent("greedy", rules, seed=k) for k in range(players - 1)]
     result = play_tournament([agent, *others], rules, 2 * players, seed=0, progress=False,
                              ratings=False)
     assert result.agents[0].games == 2 * players
-    assert (MODELS / f"{name}.config.yaml").is_file()
-    assert (MODELS / f"{name}.vs_ev.json").is_file()
 
 
-@pytest.mark.parametrize("name", sorted(SHIPPED))
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_model__is_weights_and_json_only(name):
     path = MODELS / f"{name}.zip"
     metadata = read_metadata(path)
     assert metadata["format"] == CHECKPOINT_FORMAT
-    assert metadata["policy"] == {"net_arch": [256, 256], "activation": "relu",
-                                  "features": SHIPPED[name][1]}
+    assert set(metadata["policy"]) == {"net_arch", "activation", "features"}
     with zipfile.ZipFile(path) as archive:
         assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
 
@@ -78,7 +114,7 @@ def test_load_ppo_agent__acting_needs_no_optimizer_and_skips_torch_dynamo():
         "    print(error)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            cwd=MODELS.parent, timeout=120)
+                            cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     imported, message = result.stdout.splitlines()
     assert imported == "False"

@@ -156,20 +156,36 @@ def test_default_yaml__holds_every_key_with_its_built_in_default():
 
 
 SHIPPED_CONFIGS = sorted(path.name for path in (ROOT / "configs").glob("*.yaml"))
+#: The configs of the runs that made the shipped networks and of experiments, kept as
+#: records beside their reports (``results/``), as paths from the repository root.
+RECORDED_CONFIGS = sorted(path.relative_to(ROOT).as_posix()
+                          for path in (ROOT / "results").rglob("finetune_*.yaml"))
 
 
-def _starts_from_a_shipped_model(name: str) -> bool:
-    data = yaml.safe_load((ROOT / "configs" / name).read_text()) or {}
-    return str(data.get("init_from") or "").startswith("models/")
+def _init_from(path: str) -> str:
+    data = yaml.safe_load((ROOT / path).read_text()) or {}
+    return str(data.get("init_from") or "")
 
 
-#: The presets that fine-tune a shipped network (``init_from: models/...``).
-FINE_TUNES = [name for name in SHIPPED_CONFIGS if _starts_from_a_shipped_model(name)]
+#: The configs (presets and records) that start from a network still in models/.
+FINE_TUNES = [path for path in [f"configs/{name}" for name in SHIPPED_CONFIGS] + RECORDED_CONFIGS
+              if _init_from(path).startswith("models/") and (ROOT / _init_from(path)).is_file()]
 
 
-def test_shipped_configs__the_lists_hold_the_presets():
-    assert {"default.yaml", "strong_2p.yaml", "strong_4p.yaml"} <= set(SHIPPED_CONFIGS)
-    assert {"finetune_4p_risk.yaml", "finetune_4p_wide.yaml"} <= set(FINE_TUNES)
+def test_shipped_configs__the_lists_hold_the_presets_and_records():
+    assert {"default.yaml", "strong_2p.yaml", "strong_4p.yaml",
+            "expert_iteration.yaml"} <= set(SHIPPED_CONFIGS)
+    assert "results/models/ppo_2p_stage3/finetune_2p_stage3.yaml" in RECORDED_CONFIGS
+    # the first fine-tunes of the shipped small networks, widened to the feeding inputs
+    assert {"results/models/ppo_2p_feeding/finetune_2p_feeding.yaml",
+            "results/models/ppo_4p_feeding/finetune_4p_feeding.yaml"} <= set(FINE_TUNES)
+
+
+def test_shipped_configs__start_only_from_networks_in_models():
+    for name in SHIPPED_CONFIGS:
+        init_from = _init_from(f"configs/{name}")
+        assert not init_from or (init_from.startswith("models/") and (ROOT / init_from).is_file()), (
+            f"configs/{name}: init_from {init_from!r} is not a network in models/")
 
 
 @pytest.mark.parametrize("name", SHIPPED_CONFIGS)
@@ -178,10 +194,16 @@ def test_shipped_configs__load(name):
     assert config.resolve_rules().num_players == config.num_players
 
 
-@pytest.mark.parametrize("name", FINE_TUNES)
-def test_shipped_configs__fine_tunes_start_from_a_shipped_model_they_fit(name, monkeypatch):
+@pytest.mark.parametrize("path", RECORDED_CONFIGS)
+def test_recorded_configs__still_load(path):
+    config = load_train_config(ROOT / path)
+    assert config.resolve_rules().num_players == config.num_players
+
+
+@pytest.mark.parametrize("path", FINE_TUNES)
+def test_configs__fine_tunes_start_from_a_shipped_model_they_fit(path, monkeypatch):
     monkeypatch.chdir(ROOT)  # init_from is relative to the repository root, as documented
-    config = load_train_config(ROOT / "configs" / name)
+    config = load_train_config(ROOT / path)
     assert config.init_from.startswith("models/")
     prepare_start(config)  # the network fits the config (rules, net_arch, features)
 

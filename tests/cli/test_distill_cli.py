@@ -48,7 +48,7 @@ def test_step_paths__last_step_is_out():
         (["--soft-temperature", "0"], "--soft-temperature must be > 0, got 0.0"),
         (["--soft-temperature", "0.03", "--anchor", "0.5"], "soft targets (--soft-temperature) "
          "hold it already"),
-        (["--checkpoint", str(SHIPPED.with_name("ppo_2p.config.yaml"))], "is corrupt"),
+        (["--checkpoint", str(SHIPPED.with_name("ppo_2p.md"))], "is corrupt"),
         (["--out", str(SHIPPED)], "would overwrite --checkpoint"),
     ],
 )
