@@ -16,14 +16,15 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fastapi import FastAPI, Path as PathParam, Query, Request
+from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -384,8 +385,13 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
             stem = default_network(players)
             defaults[players] = (f"ppo:{stem}" if stem in web.policy.networks()
                                  else FALLBACK_AGENT)
+        grids = {}
+        for preset in available_presets():
+            rules = load_rules(preset)
+            grids[preset] = [rules.rows, rules.cols]
         return {
             "presets": available_presets(),
+            "preset_grids": grids,
             "networks": web.policy.networks(),
             "builtin_agents": ["random", "greedy", "ev"],
             "default_agents": defaults,
@@ -513,6 +519,18 @@ def _locked(web: WebApp, session: GameSession, work: Callable[[], Any],
         return session.view(peek)
 
 
+_TYPE_TAG = re.compile(r"^(int|str|float|bool|dict|list|literal\[.*\]|function-.*)$")
+
+
+def _field_name(location: Sequence[Any]) -> str:
+    """``others.0.3`` from pydantic's error location (the body / query / path prefix and
+    union member tags left out)."""
+    parts = [str(part) for part in location]
+    if parts and parts[0] in ("body", "query", "path"):
+        parts = parts[1:]
+    return ".".join(part for part in parts if not _TYPE_TAG.match(part)) or "body"
+
+
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, error: ApiError):
@@ -529,8 +547,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError):
         first = error.errors()[0] if error.errors() else {}
-        where = [str(part) for part in first.get("loc", ()) if part != "body"]
-        name = ".".join(where) or "body"
+        name = _field_name(first.get("loc", ()))
         message = f"{name}: {first.get('msg', 'invalid request')}"
         return _error(422, message, name)
 
