@@ -197,7 +197,8 @@ class GameSession:
         notices: Lines for the page (e.g. why the default agent is ``ev``).
         actions: Every action known so far (a replay's whole log).
         cursor: How many of ``actions`` the current state has applied.
-        moves: The public record (`describe_move`) of each known action.
+        moves: The public record (`describe_move`) of each action played so far (a
+            replay's whole log once opened).
         round_results: `round_result` of each ended round among the known actions.
         source: A replay's ``source`` field.
     """
@@ -271,6 +272,7 @@ class GameSession:
         events = int(step(self.state, np.array([action], np.int64))[0])
         if self.cursor == len(self.actions):
             self.actions.append(int(action))
+        if self.cursor == len(self.moves):  # first time this move is played here
             self.moves.append({"index": self.cursor, "round": rounds_before + 1,
                                **describe_move(before, self.state, int(action))})
             if events & EVENT_ROUND_ENDED:

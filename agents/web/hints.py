@@ -218,7 +218,8 @@ def odds(state: BatchState, seat: int) -> dict[str, Any]:
     """Card counting from ``seat``'s point of view in game 0 of ``state``.
 
     Returns:
-        ``unseen`` (value -> copies the seat cannot place), ``unseen_total``,
+        ``unseen`` (``{"value", "count"}`` per card value, in increasing value order:
+        copies the seat cannot place), ``unseen_total``,
         ``mean_unseen``, ``p_draw_beats_discard`` (chance that the top of the draw pile
         is lower than the discard top), ``slots`` (per own slot: ``p_draw_beats``, the
         chance that a drawn card is lower than it; for a face-down slot, lower than
@@ -230,7 +231,8 @@ def odds(state: BatchState, seat: int) -> dict[str, Any]:
     unseen = unseen_counts(state, seat)[0].astype(np.int64)
     total = int(unseen.sum())
     result: dict[str, Any] = {
-        "unseen": {int(v): int(c) for v, c in zip(values, unseen, strict=True)},
+        "unseen": [{"value": int(v), "count": int(c)} for v, c in zip(values, unseen,
+                                                                       strict=True)],
         "unseen_total": total,
         "mean_unseen": round(float((values * unseen).sum() / total), 3) if total else None,
     }

@@ -36,7 +36,8 @@ class NewGame(_Body):
         mode: ``play`` (you against agents) or ``watch`` (agents only).
         players: Seats at the table, 2..8.
         agents: Agent specs: for ``play`` one per other seat (players - 1), for ``watch``
-            one per seat; missing ones (or an empty list) take the default agent.
+            one per seat; ``"default"`` and missing ones (or an empty list) take the
+            default agent (the strongest shipped network for the table, else ``ev``).
         seat: Your seat in ``play`` mode (0..players-1).
         rules: A rules preset name (``GET /api/info`` lists them).
         target_score: Optional override of the preset's target score.

@@ -52,6 +52,8 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: The shipped networks, beside the package in a source checkout.
 DEFAULT_MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 _GAME_ID = r"^[0-9a-f]{16}$"
+#: An agent spec meaning "the default agent of this table" (`WebApp.default_spec`).
+DEFAULT_SPEC = "default"
 _REPLAY_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,150}\.json$")
 #: Most replay files ``GET /api/replays`` lists.
 MAX_REPLAY_LIST = 500
@@ -241,7 +243,8 @@ class WebApp:
             np.random.SeedSequence().entropy % 2**32)
         notices = []
         default, why = self.default_spec(rules)
-        if why and len(body.agents) < len(agent_seats):
+        given = [spec.strip() for spec in body.agents]
+        if why and (len(given) < len(agent_seats) or DEFAULT_SPEC in given):
             notices.append(why)
         seats = []
         for seat in range(players):
@@ -249,7 +252,9 @@ class WebApp:
                 seats.append(SeatInfo("human", "you", "you"))
                 continue
             index = agent_seats.index(seat)
-            spec = body.agents[index] if index < len(body.agents) else default
+            spec = given[index] if index < len(given) else DEFAULT_SPEC
+            if spec == DEFAULT_SPEC:
+                spec = default
             agent = self.build_agent(spec, rules, agent_seed(seed, seat), f"agents[{index}]")
             seats.append(SeatInfo("agent", spec, agent.name, agent))
         set_torch_threads(self.settings.torch_threads)

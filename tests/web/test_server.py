@@ -77,6 +77,12 @@ def test_play__three_players_fall_back_to_ev_and_say_so(client):
     assert any("no network" in line for line in view["notices"])
 
 
+def test_play__the_spec_default_names_the_default_agent(client):
+    view = new_game(client, players=4, seed=5, rules="official", agents=["default", "ev"])
+    assert [s["spec"] for s in view["seats"][1:]] == ["ppo:ppo_4p_stage5", "ev",
+                                                      "ppo:ppo_4p_stage5"]
+
+
 def test_play__network_trained_for_other_rules_falls_back_to_ev(client):
     view = new_game(client, players=2, rules="single_round", seed=5)
     assert view["seats"][1]["spec"] == "ev"
@@ -320,7 +326,8 @@ def test_hint__every_legal_move_valued_best_first_with_network_probabilities(cli
     assert sum(m["network_choice"] for m in hint["moves"]) == 1
     assert 0 < hint["samples"] <= 128
     odds = hint["odds"]
-    assert odds["unseen_total"] == sum(odds["unseen"].values())
+    assert odds["unseen_total"] == sum(entry["count"] for entry in odds["unseen"])
+    assert [entry["value"] for entry in odds["unseen"]] == list(range(-2, 13))
     assert 0 <= odds["p_draw_beats_discard"] <= 1 and len(odds["slots"]) == 12
 
 
@@ -492,6 +499,8 @@ def test_replays__a_listed_file_opens_and_steps_to_its_logged_end(client, replay
     assert view["seats"][0]["name"] == "ev" and view["source"]["file"] == "game-000000.json"
     end = client.post(f"/api/games/{view['id']}/seek", json={"move": total}).json()
     assert end["over"] and end["cursor"] == total
+    assert len(end["round_results"]) == 1 and end["moves"][-1]["index"] == total - 1
+    assert all(seat["last_move"] is not None for seat in end["seats"])
     assert client.post(f"/api/games/{view['id']}/step", json={"count": 5}).json()["cursor"] == \
         total
     middle = client.post(f"/api/games/{view['id']}/seek", json={"move": total // 2}).json()

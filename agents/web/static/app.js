@@ -127,9 +127,10 @@ function renderTable(container, view, options) {
     el("div", { class: "pile-label" }, `discard (${view.discard_size})`)));
   if (view.held_from) {
     const holder = view.seats[view.current_seat];
+    const holderName = !holder ? "?" : holder.kind === "human" ? "You hold" : `${holder.name} holds`;
     const held = view.held_card === null ? { state: "hidden", value: null } : { state: "up", value: view.held_card };
     center.append(el("div", { class: "pile held" }, card(held, { id: opts.prefix + "-held-card" }),
-      el("div", { class: "pile-label" }, `${holder ? holder.name : "?"} holds (${view.held_from === "draw" ? "drawn" : "from the discard"})`)));
+      el("div", { class: "pile-label" }, `${holderName} (${view.held_from === "draw" ? "drawn" : "from the discard"})`)));
     if (targets.discardDrawn) {
       center.append(el("button", { id: opts.prefix + "-discard-drawn", type: "button", class: "legal-button",
         onclick: () => onAction(targets.discardDrawn.action) }, "Discard it"));
@@ -240,7 +241,8 @@ function renderHint(container, hint, onPick) {
   const table = el("table", { class: "hint-table" },
     el("tr", {}, el("th", {}, "move"), el("th", {}, "value ± error"), el("th", {}, "network")));
   for (const move of hint.moves) {
-    const value = move.value === null ? "–" : `${move.value.toFixed(3)} ± ${move.error.toFixed(3)}`;
+    let value = "–";
+    if (move.value !== null) value = move.network_choice ? move.value.toFixed(3) : `${move.value.toFixed(3)} ± ${move.error.toFixed(3)}`;
     const marks = (move.recommended ? "★ " : "") + (move.network_choice ? "● " : "");
     const row = el("tr", { class: "hint-row" + (move.recommended ? " best" : ""), "data-action": move.action,
       title: onPick ? "click to play this move" : "" },
@@ -267,10 +269,10 @@ function renderOdds(odds) {
   }
   for (const line of lines) box.append(el("div", {}, line));
   const bars = el("div", { class: "unseen-bars" });
-  const most = Math.max(1, ...Object.values(odds.unseen));
-  for (const [value, count] of Object.entries(odds.unseen)) {
+  const most = Math.max(1, ...odds.unseen.map((entry) => entry.count));
+  for (const { value, count } of odds.unseen) {
     bars.append(el("div", { class: "bar", title: `${count} unseen ${value}s` },
-      el("div", { class: `fill ${cardColour(Number(value))}`, style: `height: ${Math.round(40 * count / most)}px` }),
+      el("div", { class: `fill ${cardColour(value)}`, style: `height: ${Math.round(40 * count / most)}px` }),
       el("div", { class: "bar-label" }, value)));
   }
   box.append(bars);
@@ -358,12 +360,13 @@ function agentInputs(container, count, players, prefix) {
   const fallback = INFO ? INFO.default_agents[String(players)] : "ev";
   for (let i = 0; i < count; i++) {
     container.append(el("label", {}, `${prefix} ${i + 1}`,
-      el("input", { type: "text", list: "agent-specs", class: "agent-spec", placeholder: fallback, value: kept[i] || "" })));
+      el("input", { type: "text", list: "agent-specs", class: "agent-spec", placeholder: `default (${fallback})`, value: kept[i] || "" })));
   }
 }
 
 function agentSpecs(container) {
-  return Array.from(container.querySelectorAll("input")).map((input) => input.value.trim() || input.placeholder);
+  // an empty field is the server's default agent for the table and rules
+  return Array.from(container.querySelectorAll("input")).map((input) => input.value.trim() || "default");
 }
 
 function refreshPlayAgents() {
@@ -415,7 +418,7 @@ function showWatch(view) {
     $("watch-hint-panel").append(el("div", { id: "watch-over", class: "round-banner" },
       view.truncated ? "Stopped by the turn cap." : `Game over: ${view.winners.map((s) => view.seats[s].name + " (seat " + s + ")").join(", ")} won.`));
   }
-  $("watch-play").innerHTML = WATCH.playing ? "&#x23F8;" : "&#x25B6;";
+  $("watch-play").textContent = WATCH.playing ? "Pause" : "Play ▶";
 }
 
 function peekQuery() {
@@ -615,7 +618,12 @@ async function askAssistant(event) {
     const answer = await api("POST", "/api/assistant", body);
     const result = $("assist-result");
     result.innerHTML = "";
-    const value = answer.value === null ? "" : ` — value ${answer.value.toFixed(3)} ± ${answer.error.toFixed(3)}`;
+    const best = answer.moves.find((move) => move.recommended);
+    let value = "";
+    if (answer.value !== null) {
+      value = best.network_choice ? ` — value ${answer.value.toFixed(3)} (the network's own move)`
+        : ` — value ${answer.value.toFixed(3)} ± ${answer.error.toFixed(3)} over the network's move`;
+    }
     result.append(el("div", { id: "assist-recommendation", class: "recommendation" }, `Best move: ${answer.recommended_text}${value}`));
     const details = el("div", {});
     renderHint(details, answer);
