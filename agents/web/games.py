@@ -128,7 +128,7 @@ def describe_move(before: BatchState, after: BatchState, action: int) -> dict[st
     kind, slot = decode_action(action, rules.num_slots)
     card = None
     if kind == ActionKind.REVEAL:
-        card = int(before.grid[0, seat, slot]) if before.phase[0] != Phase.GAME_OVER else None
+        card = int(before.grid[0, seat, slot])
         text = f"turned up {card} at {slot_place(slot, rules)}"
     elif kind == ActionKind.DRAW:
         text = "drew from the draw pile"
@@ -500,6 +500,28 @@ class GameStore:
         """A fresh random session id (16 hex digits)."""
         return secrets.token_hex(8)
 
+    def check_room(self) -> None:
+        """Make room for one more session, dropping idle ones if the store is full (called
+        before a session is built, so that a full server does no work for nothing).
+
+        Raises:
+            TooManyGames: Still full (status 429).
+        """
+        with self._lock:
+            self._make_room()
+
+    def _make_room(self) -> None:
+        if len(self._games) >= self.max_games:
+            now = time.monotonic()
+            for key, game in list(self._games.items()):
+                if now - game.last_used > self.idle_s and not game.lock.locked():
+                    del self._games[key]
+        if len(self._games) >= self.max_games:
+            raise TooManyGames(
+                f"this server already holds {self.max_games} games; delete one "
+                "(DELETE /api/games/ID) or wait for idle ones to expire",
+                field="games", status=429)
+
     def add(self, session: GameSession) -> None:
         """Keep ``session``, first dropping idle ones if the store is full.
 
@@ -507,16 +529,7 @@ class GameStore:
             TooManyGames: Still full (status 429).
         """
         with self._lock:
-            if len(self._games) >= self.max_games:
-                now = time.monotonic()
-                for key, game in list(self._games.items()):
-                    if now - game.last_used > self.idle_s and not game.lock.locked():
-                        del self._games[key]
-            if len(self._games) >= self.max_games:
-                raise TooManyGames(
-                    f"this server already holds {self.max_games} games; delete one "
-                    "(DELETE /api/games/ID) or wait for idle ones to expire",
-                    field="games", status=429)
+            self._make_room()
             self._games[session.id] = session
 
     def get(self, game_id: str) -> GameSession:

@@ -414,6 +414,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     @app.post("/api/games", status_code=201)
     async def new_game(body: NewGame) -> dict[str, Any]:
         """Start a game (play or watch); returns its view."""
+        web.store.check_room()
         session = await run_in_threadpool(web.new_game, body)
         web.store.add(session)
         return session.view()
@@ -504,6 +505,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     @app.post("/api/replays", status_code=201)
     async def open_replay(body: OpenReplay) -> dict[str, Any]:
         """Open a replay (a listed file or a posted replay object) to step through."""
+        web.store.check_room()
         session = await run_in_threadpool(web.open_replay, body)
         web.store.add(session)
         return session.view()

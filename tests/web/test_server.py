@@ -10,10 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agents.web.server import WebSettings, create_app
-from agents.web.specs import SpecPolicy, SpecRejected
+from agents.web.specs import DEFAULT_NETWORKS, SpecPolicy, SpecRejected
 from skyjo_env.core import load_rules
 
 QUICK = {"rules": "single_round", "agents": ["ev"]}  # one round against ev: a short game
+NET_2P = f"ppo:{DEFAULT_NETWORKS[2]}"  # the default agents (the file names may change)
+NET_4P = f"ppo:{DEFAULT_NETWORKS[4]}"
 
 
 def new_game(client, **body):
@@ -43,9 +45,9 @@ def play_to_end(client, view, choose=lambda view: view["legal"][0]["action"]):
 def test_info__lists_presets_networks_and_the_default_agent_per_table_size(client):
     info = client.get("/api/info").json()
     assert "official" in info["presets"] and "single_round" in info["presets"]
-    assert "ppo_2p_stage3" in info["networks"]
-    assert info["default_agents"]["2"] == "ppo:ppo_2p_stage3"
-    assert info["default_agents"]["4"] == "ppo:ppo_4p_stage5"
+    assert DEFAULT_NETWORKS[2] in info["networks"]
+    assert info["default_agents"]["2"] == NET_2P
+    assert info["default_agents"]["4"] == NET_4P
     assert info["default_agents"]["3"] == "ev"
     assert info["allow_module_specs"] is False
 
@@ -65,7 +67,7 @@ def test_unknown_endpoint__is_a_json_404(client):
 
 def test_play__default_opponent_is_the_strongest_network_for_two_players(client):
     view = new_game(client, players=2, seed=5)
-    assert view["seats"][1]["spec"] == "ppo:ppo_2p_stage3"
+    assert view["seats"][1]["spec"] == NET_2P
     assert view["seats"][0]["kind"] == "human" and view["your_turn"]
     assert view["phase"] == "initial_reveal" and view["legal"]
     assert view["notices"] == []
@@ -79,8 +81,7 @@ def test_play__three_players_fall_back_to_ev_and_say_so(client):
 
 def test_play__the_spec_default_names_the_default_agent(client):
     view = new_game(client, players=4, seed=5, rules="official", agents=["default", "ev"])
-    assert [s["spec"] for s in view["seats"][1:]] == ["ppo:ppo_4p_stage5", "ev",
-                                                      "ppo:ppo_4p_stage5"]
+    assert [s["spec"] for s in view["seats"][1:]] == [NET_4P, "ev", NET_4P]
 
 
 def test_play__network_trained_for_other_rules_falls_back_to_ev(client):
@@ -226,7 +227,7 @@ def test_new_game__a_body_over_the_size_limit_is_a_413(client):
 
 def test_new_game__search_specs_over_named_networks_are_accepted(client):
     view = new_game(client, players=2, seed=3,
-                    agents=["search(samples=8,depth=4,leaf=critic):ppo:ppo_2p_stage3"])
+                    agents=[f"search(samples=8,depth=4,leaf=critic):{NET_2P}"])
     assert view["seats"][1]["name"].startswith("search:")
 
 
@@ -321,7 +322,7 @@ def test_hint__every_legal_move_valued_best_first_with_network_probabilities(cli
     assert all(v is not None for v in values) and values == sorted(values, reverse=True)
     assert all(m["error"] >= 0 for m in hint["moves"])
     assert abs(sum(m["probability"] for m in hint["moves"]) - 1) < 1e-3
-    assert hint["network"] and hint["base"] == "ppo:ppo_2p_stage3"
+    assert hint["network"] and hint["base"] == NET_2P
     assert sum(m["recommended"] for m in hint["moves"]) == 1
     assert sum(m["network_choice"] for m in hint["moves"]) == 1
     assert 0 < hint["samples"] <= 128
@@ -447,7 +448,7 @@ def test_assistant__four_players_use_the_four_player_network(client):
     other = [1, "?", "?", "?", "?", 2, "?", "?", "?", "?", "?", "?"]
     answer = client.post("/api/assistant", json=table(others=[other] * 3,
                                                       scores=None)).json()
-    assert answer["base"] == "ppo:ppo_4p_stage5"
+    assert answer["base"] == NET_4P
 
 
 @pytest.mark.parametrize("changes, status, field", [
@@ -549,3 +550,12 @@ def test_rules__overrides_shorten_the_game(client):
     view = new_game(client, agents=["ev"], max_rounds=1, target_score=50, seed=1)
     assert view["rules"]["max_rounds"] == 1 and view["rules"]["target_score"] == 50
     assert load_rules("official").max_rounds is None
+
+
+def test_games__idle_ones_make_room_for_new_ones():
+    app = create_app(WebSettings(max_games=1, idle_s=0.0))
+    with TestClient(app) as client:
+        first = new_game(client, seed=1, **QUICK)
+        second = new_game(client, seed=2, **QUICK)
+        assert client.get(f"/api/games/{first['id']}").status_code == 404
+        assert client.get(f"/api/games/{second['id']}").status_code == 200
