@@ -12,7 +12,10 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --upgrade pip
 	# torch first: 2.13.0 is a local CPU build; any other request pulls a multi-GB CUDA build
 	$(BIN)/python -m pip install torch==2.13.0
-	$(BIN)/python -m pip install -e ".[dev,distributed]"
+	$(BIN)/python -m pip install -e ".[dev,distributed,web]"
+	# skyjo-web's browser tests drive Debian's chromium (as root, as in CI)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update && apt-get install -y chromium chromium-driver)
 	touch $@
 
 setup: $(BIN)/.installed

@@ -45,9 +45,11 @@ from agents.evaluation.games import (
     AgentActionError,
     agent_seed,
     check_seating,
+    display_names,
     max_games,
     set_torch_threads,
 )
+from agents.evaluation.replays import REPLAY_SELECTIONS, ReplayRecorder
 from agents.evaluation.report import format_table, write_reports
 from agents.evaluation.resume import ResumeError
 from agents.evaluation.tournament import play_tournament
@@ -115,6 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write one CSV row per game here (deal, rotation, each agent's total and win "
         "share): to pair runs on the same deals (benchmarks/paired_runs.py)",
+    )
+    parser.add_argument(
+        "--replays",
+        type=Path,
+        metavar="DIR",
+        help="write the move log of chosen games into DIR (made if missing), one "
+        "game-NNNNNN.json each, for skyjo-web's Watch view (agents.evaluation.replays)",
+    )
+    parser.add_argument(
+        "--replay-games", type=int, default=10, metavar="N",
+        help="how many games --replays writes (default 10)",
+    )
+    parser.add_argument(
+        "--replay-select", choices=REPLAY_SELECTIONS, default="first",
+        help="which games --replays writes: the first N (first) or the first N to end that "
+        "the first agent did not win (lost) (default first)",
     )
     parser.add_argument(
         "--no-progress",
@@ -203,6 +221,15 @@ def _check_distributed(args: argparse.Namespace) -> None:
                          "games are kept chunk by chunk)")
     if args.ray_address is not None and not args.ray_address.strip():
         raise UsageError("--ray-address is empty; give HOST:PORT")
+    if args.replays is not None and _is_distributed(args):
+        raise UsageError("--replays applies only without --workers or --ray-address")
+
+
+def _check_replays(args: argparse.Namespace) -> None:
+    if args.replay_games < 1:
+        raise UsageError(f"--replay-games must be >= 1, got {args.replay_games}")
+    if args.replays is not None and args.replays.exists() and not args.replays.is_dir():
+        raise UsageError(f"--replays {str(args.replays)!r} is a file, not a directory")
 
 
 def _prepare(args: argparse.Namespace):
@@ -228,6 +255,7 @@ def _prepare(args: argparse.Namespace):
     if args.torch_threads < 1:
         raise UsageError(f"--torch-threads must be >= 1, got {args.torch_threads}")
     _check_distributed(args)
+    _check_replays(args)
     for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot),
                          ("--games-csv", args.games_csv)):
         _check_output(option, path)
@@ -295,6 +323,7 @@ def _run(args: argparse.Namespace) -> int:
                 seating=args.seating,
             )
         else:
+            recorder = _recorder(args, rules, agents)
             result = play_tournament(
                 agents,
                 rules,
@@ -304,6 +333,7 @@ def _run(args: argparse.Namespace) -> int:
                 progress=progress,
                 ratings=not args.no_ratings,
                 seating=args.seating,
+                recorder=recorder,
             )
     # e.g. a checkpoint path a node lacks, or a --resume DIR of another tournament
     except (DistributedSetupError, AgentSpecError, ResumeError) as error:
@@ -322,7 +352,18 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(f"cannot write the report: {error}", EXIT_RUNTIME)
     for path in written:
         print(f"wrote {path}")
+    if args.replays is not None and not _is_distributed(args):
+        print(f"wrote {len(recorder.written)} replays into {args.replays}")
     return 0
+
+
+def _recorder(args: argparse.Namespace, rules, agents) -> ReplayRecorder | None:
+    """The replay recorder that ``--replays`` asks for, or None."""
+    if args.replays is None:
+        return None
+    names = display_names([agent.name for agent in agents])
+    return ReplayRecorder(args.replays, args.replay_games, args.replay_select, rules,
+                          args.seed, names, list(args.agents), seating=args.seating)
 
 
 if __name__ == "__main__":

@@ -503,6 +503,7 @@ def play_games(
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
     seating: str = "cyclic",
+    recorder=None,
 ) -> tuple[GameRecords, float]:
     """Play the games of a tournament and record their outcomes (no statistics).
 
@@ -517,6 +518,7 @@ def play_games(
         progress: Show a progress bar; None shows one only when stderr is a terminal.
         max_batch: Most games stepped together.
         seating: ``cyclic`` or ``all`` (`seat_arrangements`).
+        recorder: Optional `agents.evaluation.replays.ReplayRecorder`, given every step.
 
     Returns:
         ``(records, elapsed_s)``.
@@ -540,6 +542,7 @@ def play_games(
         progress=progress,
         max_batch=max_batch,
         seating=seating,
+        recorder=recorder,
     )
 
 
@@ -565,6 +568,7 @@ def play_deals(
     progress: bool | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
     seating: str = "cyclic",
+    recorder=None,
 ) -> tuple[GameRecords, float]:
     """Play every seat arrangement of the deal groups ``deals`` of a tournament (no
     statistics).
@@ -583,6 +587,8 @@ def play_deals(
         progress: Show a progress bar; None shows one only when stderr is a terminal.
         max_batch: Most games stepped together.
         seating: ``cyclic`` or ``all`` (`seat_arrangements`).
+        recorder: Optional `agents.evaluation.replays.ReplayRecorder`: called after every
+            step (before finished games restart) to log the moves of chosen games.
 
     Returns:
         ``(records, elapsed_s)``: records of the ``len(deals) * R`` games in deal order
@@ -660,6 +666,8 @@ def play_deals(
                     agent, labels[index], observations, masks, rows, state, slot_game
                 )
             step(state, actions, events)
+            if recorder is not None:
+                recorder.record(slot_game, actions, events, state)
             done = np.flatnonzero(events & EVENT_GAME_ENDED)
             if done.size == 0:
                 continue

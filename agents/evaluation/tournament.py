@@ -230,6 +230,7 @@ def play_tournament(
     ratings: bool = True,
     max_batch: int = DEFAULT_MAX_BATCH,
     seating: str = "cyclic",
+    recorder=None,
 ) -> TournamentResult:
     """Play a tournament with seat rotation over duplicated deals and summarize it.
 
@@ -247,6 +248,8 @@ def play_tournament(
         max_batch: Most games stepped together.
         seating: ``cyclic`` (P rotations of each deal) or ``all`` (all P! seat orders:
             every agent follows every other equally often), `seat_arrangements`.
+        recorder: Optional `agents.evaluation.replays.ReplayRecorder` that writes the move
+            logs of chosen games.
 
     Returns:
         A `TournamentResult`; ``result.agents`` follows the order of ``agents``, with
@@ -270,6 +273,7 @@ def play_tournament(
         progress=progress,
         max_batch=max_batch,
         seating=seating,
+        recorder=recorder,
     )
     return tournament_result(records, rules, games, seed, names, specs, elapsed_s=elapsed,
                              ratings=ratings, seating=seating)
