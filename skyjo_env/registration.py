@@ -47,9 +47,9 @@ def make_single_agent_env(
     Args:
         rules: A `SkyjoRules`, a preset name from `available_presets()` (``"online"``), a
             path to a rules YAML file, or None for ``SkyjoRules(**rule fields in kwargs)``.
-        **kwargs: `SkyjoGymEnv` arguments (``opponents``, ``episode``, ``illegal_action``,
-            ``illegal_penalty``, ``render_mode``) and `SkyjoRules` fields
-            (``num_players=3``), which change the preset's values.
+        **kwargs: `SkyjoGymEnv` arguments: ``opponents``, the `skyjo_env.options.EnvOptions`
+            fields (``episode``, ``illegal_action``, ``illegal_penalty``, ``render_mode``)
+            and `SkyjoRules` fields (``num_players=3``), which change the preset's values.
 
     Returns:
         The env, unwrapped (`gymnasium.make` adds its wrappers).

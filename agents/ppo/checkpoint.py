@@ -208,7 +208,7 @@ def build_policy(
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
     from agents.ppo.features import features_extractor_kwargs
-    from skyjo_env.view_options import observation_box
+    from skyjo_env.options import observation_box
 
     architecture = policy_architecture(metadata, path)
     rules = _metadata_rules(metadata, path)

@@ -21,15 +21,12 @@ not a perfect recall of which cards were reshuffled into the draw pile.
 
 from __future__ import annotations
 
-import contextlib
-
-import numba
 import numpy as np
 
 from skyjo_env.core import kernels
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState, new_batch
-from skyjo_env.core.jit import jit
+from skyjo_env.core.jit import jit, quiet_overflow
 from skyjo_env.core.layout import CURRENT, DISCARD_SIZE, DRAW_SIZE, HELD, HIDDEN, PHASE
 
 _PLACE_DRAWN = int(Phase.PLACE_DRAWN)
@@ -155,13 +152,6 @@ def _check_out(state: BatchState, out: BatchState, count: int) -> None:
         raise ValueError("out must not share arrays with state (samples would overwrite it)")
 
 
-def _overflow_quiet():
-    # splitmix64 wraps uint64 on purpose; numpy scalars (NUMBA_DISABLE_JIT=1) would warn
-    if numba.config.DISABLE_JIT:
-        return np.errstate(over="ignore")
-    return contextlib.nullcontext()
-
-
 def sample_information_set(
     state: BatchState,
     game: int,
@@ -213,7 +203,7 @@ def sample_information_set(
         _check_out(state, out, count)
     pool = unseen_pool(state, game, observer)
     streams = rng.integers(0, 2**64, size=(2, count), dtype=np.uint64, endpoint=False)
-    with _overflow_quiet():
+    with quiet_overflow():
         fill_samples(
             state.grid,
             state.slot_state,

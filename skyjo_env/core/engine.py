@@ -14,10 +14,8 @@ Typical use::
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from skyjo_env.core import kernels
@@ -29,6 +27,7 @@ from skyjo_env.core.actions import (
     describe_action,
     num_actions,
 )
+from skyjo_env.core.jit import JIT_DISABLED, quiet_overflow
 from skyjo_env.core.layout import (
     CLEARED,
     CURRENT,
@@ -76,17 +75,6 @@ from skyjo_env.core.rules import (
 
 class IllegalActionError(ValueError):
     """An action that the legal-action mask forbids; the message says which, where, why."""
-
-
-_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
-
-
-def _overflow_quiet():
-    # splitmix64 relies on wrapping uint64 arithmetic, which numpy scalars (used when
-    # NUMBA_DISABLE_JIT=1 runs the kernels as Python) would report as overflow.
-    if _JIT_DISABLED:
-        return np.errstate(over="ignore")
-    return contextlib.nullcontext()
 
 
 def rules_params(rules: SkyjoRules) -> np.ndarray:
@@ -316,7 +304,7 @@ def reset(
             np.sort(stacked), state.deck
         ):
             raise ValueError("stacked_deck must be a permutation of the rules' deck")
-    with _overflow_quiet():
+    with quiet_overflow():
         kernels.start_games(*state.arrays, which.astype(np.int64), streams, stacked)
 
 
@@ -356,10 +344,10 @@ def step(state: BatchState, actions, events: np.ndarray | None = None) -> np.nda
         actions = _as_action_array(actions, state.batch_size)
     if events is None:
         events = np.empty(state.batch_size, np.int32)
-    if _JIT_DISABLED:
-        with _overflow_quiet():
+    if JIT_DISABLED:
+        with quiet_overflow():
             bad = kernels.step_batch(*state.arrays, actions, events)
-    else:
+    else:  # the hot path: no context manager to enter
         bad = kernels.step_batch(*state.arrays, actions, events)
     if bad >= 0:
         raise IllegalActionError(illegal_action_message(state, bad, int(actions[bad])))
