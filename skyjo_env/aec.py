@@ -31,7 +31,7 @@ from pettingzoo.utils.wrappers.order_enforcing import (
     AECOrderEnforcingIterator,
 )
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import num_actions
 from skyjo_env.core.engine import (
     IllegalActionError,
@@ -41,11 +41,6 @@ from skyjo_env.core.engine import (
     step,
 )
 from skyjo_env.core.jit import JIT_DISABLED, jit, quiet_overflow
-from skyjo_env.core.layout import (
-    CURRENT,
-    EVENT_GAME_ENDED,
-    EVENT_TRUNCATED,
-)
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
 from skyjo_env.options import RENDER_MODES, EnvOptions
@@ -67,7 +62,7 @@ def observe_into(observer, grid, slot_state, discard_pile, game, seat, params, c
     """
     encode_into(0, observer, grid, slot_state, discard_pile, game, seat, card_values,
                 card_counts, table, value_scale, deck_size, target_score, unseen, observation)
-    if game[0, CURRENT] != observer:
+    if game[0, layout.CURRENT] != observer:
         action_mask[:] = 0
         return False
     kernels.legal_mask_into(0, slot_state, game, params, legal[0])
@@ -235,7 +230,7 @@ class SkyjoAECEnv(AECEnv):
         self._rewards_dirty = False
         self._mask_fresh = False
         self._ended = False
-        self.agent_selection = self.agents[int(self.batch.game[0, CURRENT])]
+        self.agent_selection = self.agents[int(self.batch.game[0, layout.CURRENT])]
 
     def _legal_mask(self) -> np.ndarray:
         if not self._mask_fresh:
@@ -312,7 +307,7 @@ class SkyjoAECEnv(AECEnv):
         event = self._events.item(0)
         if event:
             self._on_events(event)
-        self.agent_selection = self.possible_agents[self.batch.game.item(CURRENT)]
+        self.agent_selection = self.possible_agents[self.batch.game.item(layout.CURRENT)]
 
     def _on_events(self, event: int) -> None:
         if seat_rewards_into(event, self.batch.seat, 0, self._game_bonus, self._seat_rewards):
@@ -321,8 +316,8 @@ class SkyjoAECEnv(AECEnv):
                 self.rewards[name] = reward
                 self._cumulative_rewards[name] += reward
             self._rewards_dirty = True
-        if event & EVENT_GAME_ENDED:
-            done = self.truncations if event & EVENT_TRUNCATED else self.terminations
+        if event & layout.EVENT_GAME_ENDED:
+            done = self.truncations if event & layout.EVENT_TRUNCATED else self.terminations
             for name in self.agents:
                 done[name] = True
 

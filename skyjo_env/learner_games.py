@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import Phase, num_actions
 from skyjo_env.core.engine import (
     BatchState,
@@ -35,12 +35,6 @@ from skyjo_env.core.engine import (
     step,
 )
 from skyjo_env.core.jit import JIT_DISABLED, jit, quiet_overflow
-from skyjo_env.core.layout import (
-    CURRENT,
-    EVENT_GAME_ENDED,
-    EVENT_TRUNCATED,
-    PHASE,
-)
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
 from skyjo_env.errors import one_line
 from skyjo_env.options import EnvOptions
@@ -107,9 +101,9 @@ def gather_opponent_views(learner_seat, over, encode, games, observers, grid, sl
     """
     count = 0
     for b in range(game.shape[0]):
-        if over[b] or game[b, PHASE] == _GAME_OVER:
+        if over[b] or game[b, layout.PHASE] == _GAME_OVER:
             continue
-        current = game[b, CURRENT]
+        current = game[b, layout.CURRENT]
         if current != learner_seat[b]:
             games[count] = b
             observers[count] = current
@@ -202,9 +196,9 @@ def collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, ter
             continue
         if seat_rewards_into(event, seat, b, game_bonus, scratch):
             rewards[b] += scratch[learner_seat[b]]
-        if (event & EVENT_GAME_ENDED) != 0:
+        if (event & layout.EVENT_GAME_ENDED) != 0:
             over[b] = True
-            if (event & EVENT_TRUNCATED) != 0:
+            if (event & layout.EVENT_TRUNCATED) != 0:
                 truncated[b] = True
             else:
                 terminated[b] = True

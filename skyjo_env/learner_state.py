@@ -78,14 +78,17 @@ def _check_state_values(arrays: dict[str, np.ndarray], batch: BatchState, num_ag
             raise ValueError(f"state array {name!r} holds values outside {allowed}")
 
     for name in ("batch_slot_state", "batch_final_slot_state"):
-        require((arrays[name] >= layout.HIDDEN) & (arrays[name] <= layout.CLEARED), name, "the slot states")
+        states = arrays[name]
+        require((states >= layout.HIDDEN) & (states <= layout.CLEARED), name, "the slot states")
     require((game[:, layout.PHASE] >= 0) & (game[:, layout.PHASE] <= _GAME_OVER), "batch_game",
             "the phases (column PHASE)")
     for column, low, label in ((layout.CURRENT, 0, "CURRENT"), (layout.STARTER, 0, "STARTER"),
-                               (layout.FINISHER, -1, "FINISHER"), (layout.PREV_FINISHER, -1, "PREV_FINISHER")):
+                               (layout.FINISHER, -1, "FINISHER"),
+                               (layout.PREV_FINISHER, -1, "PREV_FINISHER")):
         require((game[:, column] >= low) & (game[:, column] < players), "batch_game",
                 f"{low} .. {players - 1} (column {label})")
-    for column, label in ((layout.ROUND, "ROUND"), (layout.TURN, "TURN"), (layout.REVEALS_DONE, "REVEALS_DONE"),
+    for column, label in ((layout.ROUND, "ROUND"), (layout.TURN, "TURN"),
+                          (layout.REVEALS_DONE, "REVEALS_DONE"),
                           (layout.DECISIONS, "DECISIONS"), (layout.DRAW_SIZE, "DRAW_SIZE"),
                           (layout.DISCARD_SIZE, "DISCARD_SIZE")):
         require(game[:, column] >= 0, "batch_game", f"0 .. (column {label})")
@@ -102,7 +105,8 @@ def _check_state_values(arrays: dict[str, np.ndarray], batch: BatchState, num_ag
         live = arrays[states] != layout.CLEARED
         require(np.isin(arrays[values][live], cards), values, f"{in_deck} (uncleared slots)")
     positions = np.arange(deck_size)
-    for pile, column in (("batch_draw_pile", layout.DRAW_SIZE), ("batch_discard_pile", layout.DISCARD_SIZE)):
+    for pile, column in (("batch_draw_pile", layout.DRAW_SIZE),
+                         ("batch_discard_pile", layout.DISCARD_SIZE)):
         live = positions[None, :] < game[:, column, None]
         require(np.isin(arrays[pile][live], cards), pile, f"{in_deck} (cards in the pile)")
     seats = arrays["games_learner_seat"]

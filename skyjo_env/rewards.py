@@ -10,14 +10,8 @@ AEC env calls the same function on its batch of one game.
 
 from __future__ import annotations
 
+from skyjo_env.core import layout
 from skyjo_env.core.jit import jit
-from skyjo_env.core.layout import (
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    EVENT_TRUNCATED,
-    ROUND_SCORE,
-    TOTAL,
-)
 
 #: Round scores are divided by this in the round reward.
 REWARD_SCORE_SCALE = 100.0
@@ -41,29 +35,29 @@ def seat_rewards_into(event, seat, b, game_bonus, out):
     """
     players = out.shape[0]
     out[:] = 0.0
-    if event == 0 or (event & EVENT_TRUNCATED) != 0:
+    if event == 0 or (event & layout.EVENT_TRUNCATED) != 0:
         # a truncated round is not scored, and a truncated game has no winner
         return False
-    if (event & EVENT_ROUND_ENDED) != 0:
+    if (event & layout.EVENT_ROUND_ENDED) != 0:
         total = 0.0
         for p in range(players):
-            total += seat[b, p, ROUND_SCORE]
+            total += seat[b, p, layout.ROUND_SCORE]
         for p in range(players):
-            own = float(seat[b, p, ROUND_SCORE])
+            own = float(seat[b, p, layout.ROUND_SCORE])
             others = (total - own) / (players - 1)
             out[p] = -(own - others) / REWARD_SCORE_SCALE
-    if game_bonus and (event & EVENT_GAME_ENDED) != 0:
-        best = seat[b, 0, TOTAL]
+    if game_bonus and (event & layout.EVENT_GAME_ENDED) != 0:
+        best = seat[b, 0, layout.TOTAL]
         for p in range(1, players):
-            if seat[b, p, TOTAL] < best:
-                best = seat[b, p, TOTAL]
+            if seat[b, p, layout.TOTAL] < best:
+                best = seat[b, p, layout.TOTAL]
         k = 0
         for p in range(players):
-            if seat[b, p, TOTAL] == best:
+            if seat[b, p, layout.TOTAL] == best:
                 k += 1
         if k < players:
             for p in range(players):
-                if seat[b, p, TOTAL] == best:
+                if seat[b, p, layout.TOTAL] == best:
                     out[p] += WIN_REWARD / k
                 else:
                     out[p] -= WIN_REWARD / (players - k)

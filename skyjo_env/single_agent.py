@@ -13,9 +13,9 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import IllegalActionError, illegal_action_message
-from skyjo_env.core.layout import PHASE, ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.learner_games import LearnerGames, Opponents, opponent_seed
 from skyjo_env.learner_state import (
@@ -273,10 +273,10 @@ class SkyjoGymEnv(gymnasium.Env):
         terminated = bool(games.terminated[0])
         truncated = bool(games.truncated[0])
         info: dict[str, Any] = {"learner_seat": self.learner_seat}
-        if (terminated or truncated) and games.batch.game[0, PHASE] == _GAME_OVER:
+        if (terminated or truncated) and games.batch.game[0, layout.PHASE] == _GAME_OVER:
             totals = games.batch.total_scores[0]
             info["total_scores"] = [int(t) for t in totals]
-            info["round_scores"] = [int(r) for r in games.batch.seat[0, :, ROUND_SCORE]]
+            info["round_scores"] = [int(r) for r in games.batch.seat[0, :, layout.ROUND_SCORE]]
             info["won"] = bool(totals[self.learner_seat] == totals.min()) and not truncated
         return self._observation(), reward, terminated, truncated, info
 

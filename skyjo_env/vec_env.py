@@ -26,7 +26,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from skyjo_env.core.layout import ROUND_SCORE
+from skyjo_env.core import layout
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.learner_games import LearnerGames, Opponents, integer_actions, opponent_seed
 from skyjo_env.learner_state import (
@@ -302,7 +302,7 @@ class SkyjoVecEnv(VecEnv):
         if dones.any():
             which = np.flatnonzero(dones)
             totals = games.batch.total_scores
-            round_scores = games.batch.seat[:, :, ROUND_SCORE]
+            round_scores = games.batch.seat[:, :, layout.ROUND_SCORE]
             game_over = games.batch.game_over
             for b in which:
                 seat = int(games.learner_seat[b])

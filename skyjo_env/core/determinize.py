@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState, new_batch
 from skyjo_env.core.jit import jit, quiet_overflow
-from skyjo_env.core.layout import CURRENT, DISCARD_SIZE, DRAW_SIZE, HELD, HIDDEN, PHASE
 
 _PLACE_DRAWN = int(Phase.PLACE_DRAWN)
 
@@ -53,8 +52,8 @@ def fill_samples(grid, slot_state, discard_pile, game, seat, final_grid, final_s
     """
     num_players = grid.shape[1]
     num_slots = grid.shape[2]
-    draw_size = game[b, DRAW_SIZE]
-    discard_size = game[b, DISCARD_SIZE]
+    draw_size = game[b, layout.DRAW_SIZE]
+    discard_size = game[b, layout.DISCARD_SIZE]
     n = pool.shape[0]
     cards = np.empty(n, np.int16)
     for k in range(out_game.shape[0]):
@@ -79,11 +78,11 @@ def fill_samples(grid, slot_state, discard_pile, game, seat, final_grid, final_s
         used = 0
         for p in range(num_players):
             for s in range(num_slots):
-                if slot_state[b, p, s] == HIDDEN:
+                if slot_state[b, p, s] == layout.HIDDEN:
                     out_grid[k, p, s] = cards[used]
                     used += 1
         if held_unknown:
-            out_game[k, HELD] = cards[used]
+            out_game[k, layout.HELD] = cards[used]
             used += 1
         for i in range(draw_size):
             out_draw_pile[k, i] = cards[used + i]
@@ -106,7 +105,7 @@ def held_card_is_unknown(state: BatchState, game: int, observer: int) -> bool:
     the discard pile is public, a drawn card is known to the seat that drew it only.
     """
     row = state.game[game]
-    return bool(row[PHASE] == _PLACE_DRAWN and row[CURRENT] != observer)
+    return bool(row[layout.PHASE] == _PLACE_DRAWN and row[layout.CURRENT] != observer)
 
 
 def unseen_pool(state: BatchState, game: int, observer: int) -> np.ndarray:
@@ -129,8 +128,8 @@ def unseen_pool(state: BatchState, game: int, observer: int) -> np.ndarray:
         counts,
     )
     positions = (
-        int(np.count_nonzero(state.slot_state[game] == HIDDEN))
-        + int(state.game[game, DRAW_SIZE])
+        int(np.count_nonzero(state.slot_state[game] == layout.HIDDEN))
+        + int(state.game[game, layout.DRAW_SIZE])
         + held_card_is_unknown(state, game, observer)
     )
     if counts.min() < 0 or int(counts.sum()) != positions:

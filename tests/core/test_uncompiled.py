@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import PHASE, ROUND
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,8 +117,8 @@ def test_kernels__plain_python_run_matches_the_compiled_run():
     # the runs really played: games ended, rounds were scored, illegal actions refused
     for name in ("official", "online", "tight_deck"):
         for game in compiled[name]["games"]:
-            assert game["game"][PHASE] == Phase.GAME_OVER
-            assert game["game"][ROUND] >= 1
+            assert game["game"][layout.PHASE] == Phase.GAME_OVER
+            assert game["game"][layout.ROUND] >= 1
     assert compiled["random_legal_play"]["taken"] == 600
     assert "illegal action" in compiled["illegal"]
     for key in compiled:
