@@ -123,3 +123,21 @@ def test_kernels__plain_python_run_matches_the_compiled_run():
     assert "illegal action" in compiled["illegal"]
     for key in compiled:
         assert plain[key] == compiled[key], f"{key}: the plain Python run differs"
+
+
+
+def test_quiet_overflow__wrapping_is_quiet_without_the_jit_and_free_with_it(monkeypatch):
+    import contextlib
+    import warnings
+
+    import numpy as np
+
+    from skyjo_env.core import jit
+
+    monkeypatch.setattr(jit, "JIT_DISABLED", True)  # the kernels run on numpy scalars
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with jit.quiet_overflow():
+            assert np.uint64(2**64 - 1) + np.uint64(2) == 1  # wraps, no RuntimeWarning
+    monkeypatch.setattr(jit, "JIT_DISABLED", False)  # compiled code wraps silently itself
+    assert isinstance(jit.quiet_overflow(), contextlib.nullcontext)
