@@ -284,6 +284,9 @@ class LearnerGames:
             num_games: ``N >= 1``.
             opponents: See `set_opponents`.
             rng: The env's generator, handed to an opponent chooser (see `set_opponents`).
+
+        Raises:
+            ValueError: ``options`` is not an `EnvOptions`, or bad opponents.
         """
         if not isinstance(options, EnvOptions):
             raise ValueError(f"options must be an EnvOptions, got {type(options).__name__}")

@@ -129,7 +129,8 @@ def test_task_pool__keeps_at_most_limit_running_and_cancels_the_rest(local_ray):
 
 
 def test_parallel__imports_no_ray():
-    probe = "import sys, agents.parallel, agents.evaluation.distributed\nprint('ray' in sys.modules)"
+    probe = ("import sys, agents.parallel, agents.evaluation.distributed\n"
+             "print('ray' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, timeout=120)
     assert done.stdout.split()[-1] == "False"
