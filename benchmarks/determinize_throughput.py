@@ -17,9 +17,8 @@ import time
 
 import numpy as np
 
-from skyjo_env.core import SkyjoRules, kernels, new_batch, reset, sample_information_set
+from skyjo_env.core import SkyjoRules, kernels, layout, new_batch, reset, sample_information_set
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import CURRENT, DISCARD_SIZE, PHASE
 
 
 def source_game(players: int, seed: int = 0):
@@ -30,8 +29,8 @@ def source_game(players: int, seed: int = 0):
     events = np.zeros(64, np.int32)
     while True:
         kernels.random_legal_play(*state.arrays, 1, policy, events)
-        wanted = (state.game[:, PHASE] == int(Phase.PLACE_DRAWN)) & (
-            state.game[:, DISCARD_SIZE] > 8
+        wanted = (state.game[:, layout.PHASE] == int(Phase.PLACE_DRAWN)) & (
+            state.game[:, layout.DISCARD_SIZE] > 8
         )
         if wanted.any():
             return state, int(np.flatnonzero(wanted)[0])
@@ -39,7 +38,7 @@ def source_game(players: int, seed: int = 0):
 
 def rate(state, game: int, size: int, repeats: int) -> float:
     """Median samples per second over ``repeats`` timed calls of at least 0.2 s each."""
-    observer = (int(state.game[game, CURRENT]) + 1) % state.rules.num_players
+    observer = (int(state.game[game, layout.CURRENT]) + 1) % state.rules.num_players
     out = new_batch(state.rules, size)
     rng = np.random.default_rng(1)
     sample_information_set(state, game, observer, size, rng, out=out)  # compile / load

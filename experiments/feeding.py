@@ -18,8 +18,8 @@ import numpy as np
 
 import skyjo_env
 from agents.registry import make_agent
+from skyjo_env.core import layout
 from skyjo_env.core.actions import ActionKind, decode_action
-from skyjo_env.core.layout import LINES_ELIMINATED
 from skyjo_env.core.rules import load_rules
 
 
@@ -46,14 +46,14 @@ def play(specs: list[str], games: int, seed: int, rules_name: str) -> dict[str, 
             who = (seat - rotation) % players
             action = int(agents[who].act(observation["observation"][None],
                                          observation["action_mask"][None])[0])
-            cleared_before = int(engine.batch.seat[0, seat, LINES_ELIMINATED])
+            cleared_before = int(engine.batch.seat[0, seat, layout.LINES_ELIMINATED])
             env.step(action)
             kind, _ = decode_action(action, rules.num_slots)
             if kind == ActionKind.TAKE_DISCARD:
                 counts["takes"][who] += 1
                 taker = (who, last_discarder)
             elif kind in (ActionKind.PLACE, ActionKind.DISCARD_DRAWN):
-                cleared = int(engine.batch.seat[0, seat, LINES_ELIMINATED]) > cleared_before
+                cleared = int(engine.batch.seat[0, seat, layout.LINES_ELIMINATED]) > cleared_before
                 if kind == ActionKind.PLACE and taker is not None and taker[0] == who and cleared:
                     counts["take_clears"][who] += 1
                     if taker[1] is not None and taker[1] != who:

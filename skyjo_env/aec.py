@@ -21,7 +21,6 @@ import operator
 from typing import Any
 
 import gymnasium
-import numba
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
@@ -32,7 +31,7 @@ from pettingzoo.utils.wrappers.order_enforcing import (
     AECOrderEnforcingIterator,
 )
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import num_actions
 from skyjo_env.core.engine import (
     IllegalActionError,
@@ -41,27 +40,14 @@ from skyjo_env.core.engine import (
     reset,
     step,
 )
-from skyjo_env.core.jit import jit
-from skyjo_env.core.layout import (
-    CURRENT,
-    EVENT_GAME_ENDED,
-    EVENT_TRUNCATED,
-)
+from skyjo_env.core.jit import JIT_DISABLED, jit, quiet_overflow
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
+from skyjo_env.options import RENDER_MODES, EnvOptions
 from skyjo_env.render import render_ansi
 from skyjo_env.rewards import seat_rewards_into
-from skyjo_env.view_options import (
-    check_episode_options,
-    engine_rules,
-    observation_box,
-    resolve_rules,
-)
 
 # ---------------------------------------------------------------- the AEC env
-
-
-_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 
 
 @jit
@@ -76,7 +62,7 @@ def observe_into(observer, grid, slot_state, discard_pile, game, seat, params, c
     """
     encode_into(0, observer, grid, slot_state, discard_pile, game, seat, card_values,
                 card_counts, table, value_scale, deck_size, target_score, unseen, observation)
-    if game[0, CURRENT] != observer:
+    if game[0, layout.CURRENT] != observer:
         action_mask[:] = 0
         return False
     kernels.legal_mask_into(0, slot_state, game, params, legal[0])
@@ -135,56 +121,47 @@ class SkyjoAECEnv(AECEnv):
     or, on the very first reset, from fresh OS entropy.
 
     Attributes:
+        options: The `skyjo_env.options.EnvOptions` it was built with; ``rules``,
+            ``episode``, ``illegal_action``, ``illegal_penalty`` and ``render_mode`` are its
+            fields.
         rules: The rules as given; ``batch.rules`` are those the engine runs (see
-            `engine_rules`).
+            `EnvOptions.engine_rules`).
         batch: The engine state, a batch of one game.
         encoder: The observation encoder.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "skyjo_v0", "is_parallelizable": False}
+    metadata = {"render_modes": list(RENDER_MODES), "name": "skyjo_v0", "is_parallelizable": False}
 
-    def __init__(
-        self,
-        rules: SkyjoRules | None = None,
-        episode: str = "game",
-        illegal_action: str = "raise",
-        illegal_penalty: float = -1.0,
-        render_mode: str | None = None,
-        **rule_kwargs: Any,
-    ):
+    def __init__(self, rules: SkyjoRules | None = None, **options: Any):
         """Build the env.
 
         Args:
-            rules: The rules; when None, ``SkyjoRules(**rule_kwargs)``.
-            episode: ``"game"`` (default) or ``"round"``.
-            illegal_action: ``"raise"`` (default) or ``"penalize"``.
-            illegal_penalty: Reward of the offender under ``"penalize"``.
-            render_mode: None, ``"ansi"`` (render returns the text) or ``"human"`` (prints).
-            **rule_kwargs: `SkyjoRules` fields (or changes to ``rules``).
+            rules: The rules; when None, ``SkyjoRules(**rule fields)``.
+            **options: `skyjo_env.options.EnvOptions` fields (``episode``,
+                ``illegal_action``, ``illegal_penalty``, ``render_mode``) and `SkyjoRules`
+                fields (or changes to ``rules``), as `EnvOptions.from_keywords` takes them.
 
         Raises:
             ValueError: A bad option or rules field.
         """
         super().__init__()
-        check_episode_options(episode, illegal_action, illegal_penalty)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: allowed None, 'ansi', 'human'")
-        self.rules = resolve_rules(rules, rule_kwargs)
-        self.episode = episode
-        self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
-        self.render_mode = render_mode
-        self._game_bonus = episode == "game"
-        self._penalize = illegal_action == "penalize"
+        self.options = env_options = EnvOptions.from_keywords(rules, **options)
+        self.rules = env_options.rules
+        self.episode = env_options.episode
+        self.illegal_action = env_options.illegal_action
+        self.illegal_penalty = env_options.illegal_penalty
+        self.render_mode = env_options.render_mode
+        self._game_bonus = env_options.game_bonus
+        self._penalize = env_options.penalize
 
-        run_rules = engine_rules(self.rules, episode)
+        run_rules = env_options.engine_rules
         self.batch = new_batch(run_rules, 1)
         self.encoder = ObservationEncoder(run_rules)
         players = self.rules.num_players
         self.possible_agents = [f"player_{p}" for p in range(players)]
         self._seat_of = {agent: p for p, agent in enumerate(self.possible_agents)}
         self._num_actions = num_actions(self.rules.num_slots)
-        box = observation_box(self.rules)
+        box = env_options.observation_space()
         self.observation_spaces = {
             agent: spaces.Dict(
                 {
@@ -236,7 +213,7 @@ class SkyjoAECEnv(AECEnv):
         """
         if seed is None and self._started:
             # the next game continues the previous game's own random stream
-            with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+            with quiet_overflow():
                 stream = np.array([kernels.next_random(self.batch.rng, 0)], np.uint64)
                 kernels.start_games(*self.batch.arrays, self._game_zero, stream, self.batch.deck[:0])
         else:
@@ -253,7 +230,7 @@ class SkyjoAECEnv(AECEnv):
         self._rewards_dirty = False
         self._mask_fresh = False
         self._ended = False
-        self.agent_selection = self.agents[int(self.batch.game[0, CURRENT])]
+        self.agent_selection = self.agents[int(self.batch.game[0, layout.CURRENT])]
 
     def _legal_mask(self) -> np.ndarray:
         if not self._mask_fresh:
@@ -322,7 +299,7 @@ class SkyjoAECEnv(AECEnv):
             self._end_by_illegal_action(agent, message)
             return
         self._actions[0] = action
-        if _JIT_DISABLED:
+        if JIT_DISABLED:
             step(self.batch, self._actions, self._events)
         elif kernels.step_batch(*self._step_args) >= 0:  # engine.step minus its argument checks
             raise IllegalActionError(illegal_action_message(self.batch, 0, action))
@@ -330,7 +307,7 @@ class SkyjoAECEnv(AECEnv):
         event = self._events.item(0)
         if event:
             self._on_events(event)
-        self.agent_selection = self.possible_agents[self.batch.game.item(CURRENT)]
+        self.agent_selection = self.possible_agents[self.batch.game.item(layout.CURRENT)]
 
     def _on_events(self, event: int) -> None:
         if seat_rewards_into(event, self.batch.seat, 0, self._game_bonus, self._seat_rewards):
@@ -339,8 +316,8 @@ class SkyjoAECEnv(AECEnv):
                 self.rewards[name] = reward
                 self._cumulative_rewards[name] += reward
             self._rewards_dirty = True
-        if event & EVENT_GAME_ENDED:
-            done = self.truncations if event & EVENT_TRUNCATED else self.terminations
+        if event & layout.EVENT_GAME_ENDED:
+            done = self.truncations if event & layout.EVENT_TRUNCATED else self.terminations
             for name in self.agents:
                 done[name] = True
 
@@ -372,23 +349,9 @@ class SkyjoAECEnv(AECEnv):
         """Nothing to release; safe to call more than once."""
 
 
-def raw_env(
-    rules: SkyjoRules | None = None,
-    episode: str = "game",
-    illegal_action: str = "raise",
-    illegal_penalty: float = -1.0,
-    render_mode: str | None = None,
-    **rule_kwargs: Any,
-) -> SkyjoAECEnv:
+def raw_env(rules: SkyjoRules | None = None, **options: Any) -> SkyjoAECEnv:
     """The bare `SkyjoAECEnv` (see its docstring for every argument)."""
-    return SkyjoAECEnv(
-        rules,
-        episode=episode,
-        illegal_action=illegal_action,
-        illegal_penalty=illegal_penalty,
-        render_mode=render_mode,
-        **rule_kwargs,
-    )
+    return SkyjoAECEnv(rules, **options)
 
 
 # Why subclasses that touch PettingZoo's private wrapper state (``_has_reset``,
@@ -483,15 +446,8 @@ for _name in _HOT_ATTRIBUTES:
     setattr(_OrderEnforcing, _name, _hot_property(_name))
 
 
-def env(
-    rules: SkyjoRules | None = None,
-    episode: str = "game",
-    illegal_action: str = "raise",
-    illegal_penalty: float = -1.0,
-    render_mode: str | None = None,
-    **rule_kwargs: Any,
-) -> AECEnv:
-    """`raw_env` in PettingZoo's standard wrappers.
+def env(rules: SkyjoRules | None = None, **options: Any) -> AECEnv:
+    """`raw_env` in PettingZoo's standard wrappers (the same arguments).
 
     `AssertOutOfBoundsWrapper` rejects actions outside ``Discrete(A)`` and
     `OrderEnforcingWrapper` rejects calls before ``reset()``. Both are thin subclasses of
@@ -499,15 +455,7 @@ def env(
     of per-decision attributes) with the same behaviour. Illegal-but-in-range actions are
     the env's own business (raise or penalize).
     """
-    game = raw_env(
-        rules,
-        episode=episode,
-        illegal_action=illegal_action,
-        illegal_penalty=illegal_penalty,
-        render_mode=render_mode,
-        **rule_kwargs,
-    )
-    return _OrderEnforcing(_AssertOutOfBounds(game))
+    return _OrderEnforcing(_AssertOutOfBounds(raw_env(rules, **options)))
 
 
 __all__ = ["SkyjoAECEnv", "env", "raw_env"]

@@ -44,23 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
 from skyjo_env.core.jit import jit
 from skyjo_env.core.kernels import unseen_counts_into, value_index_table
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
-    TOTAL,
-    TURN,
-)
 from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
 
 #: Bump when the layout changes: checkpoints record it and refuse a mismatch.
@@ -203,48 +191,48 @@ def encode_into(b, observer, grid, slot_state, discard_pile, game, seat, card_va
             base = i + (k - first) * slots
             for s in range(slots):
                 state = slot_state[b, p, s]
-                if state == FACE_UP:
+                if state == layout.FACE_UP:
                     out[base + s] = grid[b, p, s] / value_scale
-                elif state == HIDDEN:
+                elif state == layout.HIDDEN:
                     out[base + width + s] = 1.0
-                elif state == CLEARED:
+                elif state == layout.CLEARED:
                     out[base + 2 * width + s] = 1.0
         i += 3 * width
-    phase = game[b, PHASE]
-    if game[b, DISCARD_SIZE] > 0:
-        out[i] = discard_pile[b, game[b, DISCARD_SIZE] - 1] / value_scale
+    phase = game[b, layout.PHASE]
+    if game[b, layout.DISCARD_SIZE] > 0:
+        out[i] = discard_pile[b, game[b, layout.DISCARD_SIZE] - 1] / value_scale
     i += 1
-    if phase == _PLACE_DISCARD or (phase == _PLACE_DRAWN and game[b, CURRENT] == observer):
-        out[i] = game[b, HELD] / value_scale
+    if phase == _PLACE_DISCARD or (phase == _PLACE_DRAWN and game[b, layout.CURRENT] == observer):
+        out[i] = game[b, layout.HELD] / value_scale
         out[i + 1] = 1.0
     i += 2
     out[i + phase] = 1.0
     i += 6
-    out[i + (game[b, CURRENT] - observer) % players] = 1.0
+    out[i + (game[b, layout.CURRENT] - observer) % players] = 1.0
     i += players
     unseen_counts_into(b, observer, grid, slot_state, discard_pile, game, card_values,
                        card_counts, table, unseen)
     for v in range(card_values.shape[0]):
         out[i + v] = unseen[v] / card_counts[v]
     i += card_values.shape[0]
-    out[i] = game[b, DRAW_SIZE] / deck_size
-    out[i + 1] = game[b, DISCARD_SIZE] / deck_size
+    out[i] = game[b, layout.DRAW_SIZE] / deck_size
+    out[i + 1] = game[b, layout.DISCARD_SIZE] / deck_size
     i += 2
     for k in range(players):
         p = (observer + k) % players
         visible = 0
         for s in range(slots):
-            if slot_state[b, p, s] == FACE_UP:
+            if slot_state[b, p, s] == layout.FACE_UP:
                 visible += grid[b, p, s]
         out[i + k] = visible / 100.0
-        out[i + players + k] = seat[b, p, TOTAL] / target_score
+        out[i + players + k] = seat[b, p, layout.TOTAL] / target_score
     i += 2 * players
-    finisher = game[b, FINISHER]
+    finisher = game[b, layout.FINISHER]
     if finisher >= 0:
         out[i] = 1.0
         out[i + 1 + (finisher - observer) % players] = 1.0
     i += 1 + players
-    out[i] = min(1.0, game[b, TURN] / (ROUND_TURNS_SCALE * players))
+    out[i] = min(1.0, game[b, layout.TURN] / (ROUND_TURNS_SCALE * players))
 
 
 @jit
@@ -351,12 +339,12 @@ def observation_bounds(rules: SkyjoRules) -> tuple[np.ndarray, np.ndarray]:
     Returns:
         ``(low, high)``, float32 arrays of shape (observation size,).
     """
-    layout = ObservationLayout(rules)
-    slices = layout.describe()
+    obs_layout = ObservationLayout(rules)
+    slices = obs_layout.describe()
     # every other piece is an indicator or a fraction in [0, 1]; the PettingZoo, Gymnasium
     # and SB3 checkers in the tests verify the bounds on played games
-    low = np.zeros(layout.size, np.float32)
-    high = np.ones(layout.size, np.float32)
+    low = np.zeros(obs_layout.size, np.float32)
+    high = np.ones(obs_layout.size, np.float32)
     for name in ("own_values", "opponent_values", "discard_top", "held_card"):
         low[slices[name]] = -1.0
     slots = rules.num_slots

@@ -19,14 +19,12 @@ error propagates naming the opponent, and every later `LearnerGames.advance` rai
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import numba
 import numpy as np
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import Phase, num_actions
 from skyjo_env.core.engine import (
     BatchState,
@@ -36,38 +34,18 @@ from skyjo_env.core.engine import (
     reset,
     step,
 )
-from skyjo_env.core.jit import jit
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DECISIONS,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    EVENT_GAME_ENDED,
-    EVENT_TRUNCATED,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
-    PREV_FINISHER,
-    REVEALS_DONE,
-    ROUND,
-    STARTER,
-    TRUNCATED,
-    TURN,
-)
-from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.core.jit import JIT_DISABLED, jit, quiet_overflow
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
+from skyjo_env.errors import one_line
+from skyjo_env.options import EnvOptions
 from skyjo_env.protocol import Agent, reads_observations
 from skyjo_env.rewards import seat_rewards_into
-from skyjo_env.view_options import check_episode_options, engine_rules
 
 #: What may be passed as opponents: one agent for every opponent seat, one agent per
 #: opponent seat (relative to the learner), or a chooser called at every game start.
 Opponents = Agent | Sequence[Agent] | Callable[[np.random.Generator], Any]
 
 _GAME_OVER = int(Phase.GAME_OVER)
-_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 
 
 class OpponentError(RuntimeError):
@@ -82,12 +60,6 @@ class EnvNeedsResetError(RuntimeError):
 def agent_name(agent: Any) -> str:
     """The agent's ``name`` for messages (its class name if it has none)."""
     return str(getattr(agent, "name", type(agent).__name__))
-
-
-def _one_line(error: BaseException, limit: int = 200) -> str:
-    """``Type: first line of the message`` of ``error``, at most ``limit`` characters."""
-    text = f"{type(error).__name__}: {str(error).strip()}".splitlines()[0]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def opponent_seed(seed: int) -> np.random.SeedSequence:
@@ -129,9 +101,9 @@ def gather_opponent_views(learner_seat, over, encode, games, observers, grid, sl
     """
     count = 0
     for b in range(game.shape[0]):
-        if over[b] or game[b, PHASE] == _GAME_OVER:
+        if over[b] or game[b, layout.PHASE] == _GAME_OVER:
             continue
-        current = game[b, CURRENT]
+        current = game[b, layout.CURRENT]
         if current != learner_seat[b]:
             games[count] = b
             observers[count] = current
@@ -224,9 +196,9 @@ def collect_events(events, seat, learner_seat, game_bonus, scratch, rewards, ter
             continue
         if seat_rewards_into(event, seat, b, game_bonus, scratch):
             rewards[b] += scratch[learner_seat[b]]
-        if (event & EVENT_GAME_ENDED) != 0:
+        if (event & layout.EVENT_GAME_ENDED) != 0:
             over[b] = True
-            if (event & EVENT_TRUNCATED) != 0:
+            if (event & layout.EVENT_TRUNCATED) != 0:
                 truncated[b] = True
             else:
                 terminated[b] = True
@@ -265,7 +237,7 @@ def start_from_streams(state: BatchState, which: np.ndarray, streams: np.ndarray
     The engine's `reset` minus the int-seed conversion: a game continued from another
     game's stream (uint64 (K,), from `next_streams`) needs no `SeedSequence`.
     """
-    with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+    with quiet_overflow():
         kernels.start_games(*state.arrays, which, streams, state.deck[:0])
 
 
@@ -275,9 +247,12 @@ def start_from_streams(state: BatchState, which: np.ndarray, streams: np.ndarray
 class LearnerGames:
     """``N`` games, one learner seat each; the opponents move in batch between decisions.
 
-    All arrays are preallocated; `advance` and `start` change them in place.
+    All arrays are preallocated; `advance` and `start` change them in place. Their state
+    goes to plain data and back with `skyjo_env.learner_state`.
 
     Attributes:
+        options: The env options (`EnvOptions`); ``rules``, ``episode``,
+            ``illegal_action`` and ``illegal_penalty`` are its fields.
         rules: The rules as given (``batch.rules`` are those the engine runs).
         batch: The engine state of the ``N`` games.
         encoder: The observation encoder.
@@ -296,33 +271,33 @@ class LearnerGames:
 
     def __init__(
         self,
-        rules: SkyjoRules,
+        options: EnvOptions,
         num_games: int,
         opponents: Opponents,
-        episode: str = "game",
-        illegal_action: str = "raise",
-        illegal_penalty: float = -1.0,
         rng: np.random.Generator | None = None,
     ):
         """Allocate the games (none started: call `start`).
 
         Args:
-            rules: The rules.
+            options: The rules, episode mode and illegal-action policy (its
+                ``render_mode`` is the view's business).
             num_games: ``N >= 1``.
             opponents: See `set_opponents`.
-            episode: ``"game"`` or ``"round"`` (see `skyjo_env.aec.SkyjoAECEnv`).
-            illegal_action: ``"raise"`` or ``"penalize"``.
-            illegal_penalty: The learner's reward for an illegal action under ``"penalize"``.
             rng: The env's generator, handed to an opponent chooser (see `set_opponents`).
+
+        Raises:
+            ValueError: ``options`` is not an `EnvOptions`, or bad opponents.
         """
-        check_episode_options(episode, illegal_action, illegal_penalty)
-        self.rules = rules
-        self.episode = episode
-        self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
-        self._game_bonus = episode == "game"
-        self._penalize = illegal_action == "penalize"
-        run_rules = engine_rules(rules, episode)
+        if not isinstance(options, EnvOptions):
+            raise ValueError(f"options must be an EnvOptions, got {type(options).__name__}")
+        self.options = options
+        rules = self.rules = options.rules
+        self.episode = options.episode
+        self.illegal_action = options.illegal_action
+        self.illegal_penalty = options.illegal_penalty
+        self._game_bonus = options.game_bonus
+        self._penalize = options.penalize
+        run_rules = options.engine_rules
         self.batch = batch = new_batch(run_rules, num_games)
         self.encoder = ObservationEncoder(run_rules)
         self.num_games = num_games
@@ -433,6 +408,45 @@ class LearnerGames:
         """The distinct opponent agents in use."""
         return list(self._agents)
 
+    @property
+    def opponent_assignment(self) -> np.ndarray:
+        """int64 (N, max(1, P-1)): each game's opponent per seat after the learner, an index
+        into `opponents` (a read-only view)."""
+        view = self._assignment.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def has_chooser(self) -> bool:
+        """Whether a chooser picks each new game's opponents (see `set_opponents`)."""
+        return self._chooser is not None
+
+    def restore_opponents(self, agents: Sequence[Agent], assignment: np.ndarray,
+                          keep_chooser: bool) -> None:
+        """Put back opponents saved as data (`skyjo_env.learner_state.import_games`).
+
+        Args:
+            agents: The opponent agents; the same agent may appear more than once.
+            assignment: int (N, max(1, P-1)), indices into ``agents`` (checked by the
+                caller), as `opponent_assignment`.
+            keep_chooser: Keep the chooser set on these games for the games started from
+                now on; False drops it.
+        """
+        # one registry entry per distinct agent, as `_register` keeps it
+        index_of: dict[int, int] = {}
+        unique: list[Agent] = []
+        remap = np.empty(len(agents), np.int64)
+        for i, agent in enumerate(agents):
+            if id(agent) not in index_of:
+                index_of[id(agent)] = len(unique)
+                unique.append(agent)
+            remap[i] = index_of[id(agent)]
+        self._assignment[...] = remap[assignment]
+        self._agents, self._index_of = unique, index_of
+        if not keep_chooser:
+            self._chooser = None
+        self._agents_changed()
+
     def _choose_opponents(self, which: np.ndarray, rng: np.random.Generator) -> None:
         if self._chooser is None:
             return
@@ -462,7 +476,7 @@ class LearnerGames:
 
     def _failed(self, error: BaseException) -> None:
         """Record a failure part-way through play; no learner action is legal until reset."""
-        self.failure = _one_line(error)
+        self.failure = one_line(error)
         self.masks[:] = False
 
     def start(self, which: np.ndarray, seeds: Sequence[int] | np.ndarray, seats: np.ndarray,
@@ -547,7 +561,7 @@ class LearnerGames:
     def _step(self, acts: np.ndarray) -> None:
         """Apply ``acts`` (each checked against a legal mask already, -1 = no move), then
         add the rewards."""
-        if _JIT_DISABLED:  # the engine's step runs the uncompiled kernels with its errstate
+        if JIT_DISABLED:  # the engine's step runs the uncompiled kernels with its errstate
             step(self.batch, acts, self._events)
             collect_events(self._events, self.batch.seat, self.learner_seat, self._game_bonus,
                            self._scratch, self.rewards, self.terminated, self.truncated,
@@ -594,7 +608,7 @@ class LearnerGames:
             chosen = agent.act(obs, masks)
         except Exception as error:
             raise OpponentError(
-                f"opponent agent {agent_name(agent)!r} raised {_one_line(error)}"
+                f"opponent agent {agent_name(agent)!r} raised {one_line(error)}"
             ) from error
         chosen = np.asarray(chosen)
         if chosen.shape != games.shape or chosen.dtype.kind not in "iu":
@@ -633,338 +647,22 @@ class LearnerGames:
         The same rule as `skyjo_env.aec.SkyjoAECEnv.reset` without a seed, so a batch game
         and an AEC env started from the same seed go on to the same next games.
         """
-        with np.errstate(over="ignore"):  # wrapping arithmetic when the kernels run as Python
+        with quiet_overflow():
             return next_streams(self.batch.rng, np.asarray(which, np.int64))
-
-    # -------------------------------------------------------------- state export / import
-
-    def _state_layout(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-        """Name -> (shape, dtype) of every array `export_state` writes."""
-        layout = {f"batch_{name}": (getattr(self.batch, name).shape, getattr(self.batch, name).dtype)
-                  for name in STATE_BATCH_FIELDS}
-        layout.update({f"games_{name}": (getattr(self, name).shape, getattr(self, name).dtype)
-                       for name in STATE_GAMES_FIELDS})
-        layout["games_assignment"] = (self._assignment.shape, self._assignment.dtype)
-        return layout
-
-    def _settings(self) -> dict[str, Any]:
-        """What an imported state must have been exported under (JSON-normalised)."""
-        return json.loads(json.dumps({
-            "num_games": self.num_games,
-            "rules": self.rules.to_dict(),
-            "episode": self.episode,
-            "illegal_action": self.illegal_action,
-            "illegal_penalty": self.illegal_penalty,
-        }))
-
-    def export_state(self, agent_key: Callable[[Agent], str]
-                     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Everything the future of these games depends on, as plain data (no pickles).
-
-        Not included: the opponent agents themselves (named by ``agent_key``; their own
-        state, e.g. a generator, is the caller's to save) and a chooser (see `import_state`).
-
-        Args:
-            agent_key: Gives each opponent agent in use a name (distinct agents, distinct
-                names) that `import_state`'s ``agent_for_key`` turns back into an agent.
-
-        Returns:
-            ``(meta, arrays)``: a JSON-able dict, and copies of the engine arrays
-            (``batch_<field>`` of `STATE_BATCH_FIELDS`), the per-game arrays
-            (``games_<field>`` of `STATE_GAMES_FIELDS`) and ``games_assignment`` (int64
-            (N, max(1, P-1)), each game's opponent per seat after the learner, an index
-            into ``meta["opponents"]``).
-
-        Raises:
-            ValueError: ``agent_key`` gave a non-string, or one name to two agents.
-        """
-        keys = []
-        for agent in self._agents:
-            key = agent_key(agent)
-            if not isinstance(key, str):
-                raise ValueError(f"agent_key must return a str, got {key!r} for opponent agent "
-                                 f"{agent_name(agent)!r}")
-            if key in keys:
-                raise ValueError(f"agent_key gave the name {key!r} to two different opponent "
-                                 f"agents: names must be distinct")
-            keys.append(key)
-        meta = {
-            "version": STATE_VERSION,
-            **self._settings(),
-            "opponents": keys,
-            "chooser": self._chooser is not None,
-            "failure": self.failure,
-        }
-        arrays = {f"batch_{name}": getattr(self.batch, name).copy() for name in STATE_BATCH_FIELDS}
-        arrays.update({f"games_{name}": getattr(self, name).copy() for name in STATE_GAMES_FIELDS})
-        arrays["games_assignment"] = self._assignment.copy()
-        return meta, arrays
-
-    def import_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray],
-                     agent_for_key: Callable[[str], Agent]) -> None:
-        """Continue from an `export_state` of games built with the same settings.
-
-        Everything is checked before anything changes: a refused state leaves these games
-        as they were. Opponents exported under a chooser keep this object's chooser for
-        the games started from now on (it must have one: a callable is not data).
-
-        Args:
-            meta: The JSON part of `export_state` (may have been through ``json``).
-            arrays: Its arrays, by name, of exactly the exported shapes and dtypes.
-            agent_for_key: Returns the agent for each name in ``meta["opponents"]``.
-
-        Raises:
-            ValueError: One line naming what is wrong: a missing or different meta entry
-                (version, rules, number of games, episode options), a missing array, one of
-                the wrong type, shape or dtype, values the engine cannot hold (a seat, slot
-                state, phase, pile size or card outside its range), masks that are not the
-                games' legal actions, or a name ``agent_for_key`` did not turn into an agent.
-        """
-        if not isinstance(meta, dict):
-            raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
-        if meta.get("version") != STATE_VERSION:
-            raise ValueError(f"state meta 'version' is {meta.get('version')!r}; this "
-                             f"LearnerGames imports version {STATE_VERSION}")
-        for name, value in self._settings().items():
-            if name not in meta:
-                raise ValueError(f"state meta has no {name!r}")
-            if meta[name] != value:
-                raise ValueError(f"state meta {name!r} is {meta[name]!r}; these games have "
-                                 f"{value!r}")
-        keys, chooser, failure = meta.get("opponents"), meta.get("chooser"), meta.get("failure")
-        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
-            raise ValueError(f"state meta 'opponents' must be a non-empty list of names, got "
-                             f"{keys!r}")
-        if not isinstance(chooser, bool):
-            raise ValueError(f"state meta 'chooser' must be a bool, got {chooser!r}")
-        if chooser and self._chooser is None:
-            raise ValueError("the state was exported with an opponent chooser: give these "
-                             "games the same chooser (set_opponents) before importing it")
-        if failure is not None and not isinstance(failure, str):
-            raise ValueError(f"state meta 'failure' must be None or a str, got {failure!r}")
-        new = _checked_arrays(arrays, self._state_layout())
-        _check_state_values(new, self.batch, len(keys))
-        masks = np.empty_like(new["games_masks"])
-        if failure is None:
-            learner_masks(new["batch_slot_state"], new["batch_game"], self.batch.params,
-                          new["games_over"], masks)
-        else:
-            masks[:] = False
-        if not np.array_equal(masks, new["games_masks"]):
-            raise ValueError("state array 'games_masks' is not the games' legal actions")
-        agents = []
-        for key in keys:
-            agent = agent_for_key(key)
-            if not isinstance(agent, Agent):
-                raise ValueError(f"agent_for_key({key!r}) gave {type(agent).__name__}, not an "
-                                 f"Agent")
-            agents.append(agent)
-        # one registry entry per distinct agent, as `_register` keeps it
-        index_of: dict[int, int] = {}
-        unique: list[Agent] = []
-        remap = np.empty(len(agents), np.int64)
-        for i, agent in enumerate(agents):
-            if id(agent) not in index_of:
-                index_of[id(agent)] = len(unique)
-                unique.append(agent)
-            remap[i] = index_of[id(agent)]
-        # in place: the compiled helpers' argument tuples hold these very arrays
-        for name in STATE_BATCH_FIELDS:
-            getattr(self.batch, name)[...] = new[f"batch_{name}"]
-        for name in STATE_GAMES_FIELDS:
-            getattr(self, name)[...] = new[f"games_{name}"]
-        self._assignment[...] = remap[new["games_assignment"]]
-        self._agents, self._index_of = unique, index_of
-        if not chooser:
-            self._chooser = None
-        self.failure = failure
-        self._agents_changed()
-
-
-#: The `BatchState` arrays `LearnerGames.export_state` saves (``params`` and ``deck``
-#: follow from the rules).
-STATE_BATCH_FIELDS = ("grid", "slot_state", "draw_pile", "discard_pile", "game", "seat", "rng",
-                      "final_grid", "final_slot_state")
-#: The per-game `LearnerGames` arrays it saves beside them.
-STATE_GAMES_FIELDS = ("learner_seat", "rewards", "terminated", "truncated", "over", "masks")
-#: Version of the `LearnerGames.export_state` format.
-STATE_VERSION = 1
-
-
-def _checked_arrays(arrays: Any, layout: dict[str, tuple[tuple[int, ...], np.dtype]]
-                    ) -> dict[str, np.ndarray]:
-    """C-contiguous writable copies of ``arrays[name]`` for every name in ``layout``.
-
-    Raises:
-        ValueError: ``arrays`` is not a mapping, or an array is missing or not a numpy array
-            of the layout's shape and dtype (naming it).
-    """
-    if not isinstance(arrays, Mapping):
-        raise ValueError(f"state arrays must be a mapping of name -> array, got "
-                         f"{type(arrays).__name__}")
-    checked = {}
-    for name, (shape, dtype) in layout.items():
-        if name not in arrays:
-            raise ValueError(f"state array {name!r} is missing")
-        array = arrays[name]
-        if not isinstance(array, np.ndarray) or array.shape != shape or array.dtype != dtype:
-            got = (f"dtype {array.dtype} shape {array.shape}" if isinstance(array, np.ndarray)
-                   else type(array).__name__)
-            raise ValueError(f"state array {name!r} must be {dtype} of shape {shape}, got {got}")
-        checked[name] = np.array(array, order="C", copy=True)
-    return checked
-
-
-def _check_state_values(arrays: dict[str, np.ndarray], batch: BatchState, num_agents: int) -> None:
-    """Refuse values the compiled kernels would read as out-of-range indices.
-
-    Args:
-        arrays: Checked state arrays (`_checked_arrays`) of games like ``batch``'s.
-        batch: The games they are for (rules, deck).
-        num_agents: Number of opponent names the assignment indexes.
-
-    Raises:
-        ValueError: Naming the first array with a value out of range.
-    """
-    players, deck_size = batch.rules.num_players, batch.deck.shape[0]
-    game = arrays["batch_game"]
-
-    def require(ok: np.ndarray | bool, name: str, allowed: str) -> None:
-        if not np.all(ok):
-            raise ValueError(f"state array {name!r} holds values outside {allowed}")
-
-    for name in ("batch_slot_state", "batch_final_slot_state"):
-        require((arrays[name] >= HIDDEN) & (arrays[name] <= CLEARED), name, "the slot states")
-    require((game[:, PHASE] >= 0) & (game[:, PHASE] <= _GAME_OVER), "batch_game",
-            "the phases (column PHASE)")
-    for column, low, label in ((CURRENT, 0, "CURRENT"), (STARTER, 0, "STARTER"),
-                               (FINISHER, -1, "FINISHER"), (PREV_FINISHER, -1, "PREV_FINISHER")):
-        require((game[:, column] >= low) & (game[:, column] < players), "batch_game",
-                f"{low} .. {players - 1} (column {label})")
-    for column, label in ((ROUND, "ROUND"), (TURN, "TURN"), (REVEALS_DONE, "REVEALS_DONE"),
-                          (DECISIONS, "DECISIONS"), (DRAW_SIZE, "DRAW_SIZE"),
-                          (DISCARD_SIZE, "DISCARD_SIZE")):
-        require(game[:, column] >= 0, "batch_game", f"0 .. (column {label})")
-    require(game[:, DRAW_SIZE] + game[:, DISCARD_SIZE] <= deck_size, "batch_game",
-            f"0 .. {deck_size} cards in the two piles (columns DRAW_SIZE, DISCARD_SIZE)")
-    require((game[:, TRUNCATED] == 0) | (game[:, TRUNCATED] == 1), "batch_game",
-            "0 .. 1 (column TRUNCATED)")
-    cards = batch.rules.card_values
-    in_deck = "the deck's card values"
-    holding = np.isin(game[:, PHASE], (int(Phase.PLACE_DRAWN), int(Phase.PLACE_DISCARD)))
-    require(np.isin(game[holding, HELD], cards), "batch_game", f"{in_deck} (column HELD)")
-    for values, states in (("batch_grid", "batch_slot_state"),
-                           ("batch_final_grid", "batch_final_slot_state")):
-        live = arrays[states] != CLEARED
-        require(np.isin(arrays[values][live], cards), values, f"{in_deck} (uncleared slots)")
-    positions = np.arange(deck_size)
-    for pile, column in (("batch_draw_pile", DRAW_SIZE), ("batch_discard_pile", DISCARD_SIZE)):
-        live = positions[None, :] < game[:, column, None]
-        require(np.isin(arrays[pile][live], cards), pile, f"{in_deck} (cards in the pile)")
-    seats = arrays["games_learner_seat"]
-    require((seats >= 0) & (seats < players), "games_learner_seat", f"0 .. {players - 1}")
-    assignment = arrays["games_assignment"]
-    require((assignment >= 0) & (assignment < num_agents), "games_assignment",
-            f"0 .. {num_agents - 1} (indices into meta 'opponents')")
-    require(np.isfinite(arrays["games_rewards"]), "games_rewards", "the finite numbers")
-
-
-# ------------------------------------------------------- what both env views export
-
-#: The name the envs' ``export_state`` gives their own default random opponent (the
-#: string is kept as first written: training checkpoints hold it).
-DEFAULT_OPPONENT_KEY = "skyjo_vec_env:default_random"
-
-
-def exported_opponent_key(default: Agent, agent_key: Callable[[Agent], str] | None
-                          ) -> Callable[[Agent], str]:
-    """The ``agent_key`` an env view passes to `LearnerGames.export_state`: its own
-    ``default`` random opponent is `DEFAULT_OPPONENT_KEY`, every other agent is named by
-    the caller's ``agent_key``.
-
-    The returned function raises ``ValueError`` for an agent to name without
-    ``agent_key``, or one that ``agent_key`` names `DEFAULT_OPPONENT_KEY`.
-    """
-
-    def key(agent: Agent) -> str:
-        if agent is default:
-            return DEFAULT_OPPONENT_KEY
-        if agent_key is None:
-            raise ValueError(f"opponent agent {agent_name(agent)!r} needs a name: pass "
-                             f"agent_key to export_state")
-        name = agent_key(agent)
-        if name == DEFAULT_OPPONENT_KEY:
-            raise ValueError(f"agent_key gave opponent agent {agent_name(agent)!r} the "
-                             f"reserved name {DEFAULT_OPPONENT_KEY!r}")
-        return name
-
-    return key
-
-
-def imported_opponent_agent(default: Agent, agent_for_key: Callable[[str], Agent] | None
-                            ) -> Callable[[str], Agent]:
-    """The ``agent_for_key`` an env view passes to `LearnerGames.import_state`, the
-    inverse of `exported_opponent_key` (``ValueError`` for a name to look up without
-    ``agent_for_key``)."""
-
-    def agent(key: str) -> Agent:
-        if key == DEFAULT_OPPONENT_KEY:
-            return default
-        if agent_for_key is None:
-            raise ValueError(f"opponent {key!r} needs an agent: pass agent_for_key to "
-                             f"import_state")
-        return agent_for_key(key)
-
-    return agent
-
-
-def generator_from_state(state: Any, name: str) -> np.random.Generator:
-    """A PCG64 generator in ``state`` (a ``bit_generator.state`` dict).
-
-    Raises:
-        ValueError: ``state`` is not a PCG64 state (naming the meta entry ``name``).
-    """
-    generator = np.random.default_rng()
-    try:
-        generator.bit_generator.state = state
-    except (TypeError, ValueError, KeyError) as error:
-        raise ValueError(f"state meta {name!r} is not a PCG64 generator state ({error})") from None
-    return generator
-
-
-def require_meta_entries(meta: Any, names: Sequence[str], flags: Sequence[str] = ()) -> None:
-    """Raise ``ValueError`` unless ``meta`` is a dict holding every one of ``names`` and
-    ``flags``, each of ``flags`` a bool."""
-    if not isinstance(meta, dict):
-        raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
-    for name in (*names, *flags):
-        if name not in meta:
-            raise ValueError(f"state meta has no {name!r}")
-    for name in flags:
-        if not isinstance(meta[name], bool):
-            raise ValueError(f"state meta {name!r} must be a bool, got {meta[name]!r}")
 
 
 __all__ = [
-    "DEFAULT_OPPONENT_KEY",
     "EnvNeedsResetError",
     "LearnerGames",
     "OpponentError",
     "Opponents",
-    "STATE_BATCH_FIELDS",
-    "STATE_GAMES_FIELDS",
-    "STATE_VERSION",
     "agent_name",
     "check_learner_actions",
     "collect_events",
-    "exported_opponent_key",
     "gather_opponent_views",
-    "generator_from_state",
-    "imported_opponent_agent",
     "learner_masks",
     "next_streams",
     "observe_games",
     "opponent_seed",
-    "require_meta_entries",
     "start_from_streams",
 ]

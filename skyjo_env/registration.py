@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from skyjo_env.core.rules import SkyjoRules, load_rules
+from skyjo_env.errors import one_line
 
 if TYPE_CHECKING:  # the annotation only: importing the view would import Gymnasium
     from skyjo_env.single_agent import SkyjoGymEnv
@@ -47,9 +48,9 @@ def make_single_agent_env(
     Args:
         rules: A `SkyjoRules`, a preset name from `available_presets()` (``"online"``), a
             path to a rules YAML file, or None for ``SkyjoRules(**rule fields in kwargs)``.
-        **kwargs: `SkyjoGymEnv` arguments (``opponents``, ``episode``, ``illegal_action``,
-            ``illegal_penalty``, ``render_mode``) and `SkyjoRules` fields
-            (``num_players=3``), which change the preset's values.
+        **kwargs: `SkyjoGymEnv` arguments: ``opponents``, the `skyjo_env.options.EnvOptions`
+            fields (``episode``, ``illegal_action``, ``illegal_penalty``, ``render_mode``)
+            and `SkyjoRules` fields (``num_players=3``), which change the preset's values.
 
     Returns:
         The env, unwrapped (`gymnasium.make` adds its wrappers).
@@ -118,8 +119,7 @@ class _RegisteringLoader(importlib.abc.Loader):
             register_gymnasium_envs(module)
         except Exception as error:  # noqa: BLE001 - never break Gymnasium's own import
             warnings.warn(
-                f"skyjo_env could not register {ENV_ID!r} with Gymnasium: "
-                f"{type(error).__name__}: {error}",
+                f"skyjo_env could not register {ENV_ID!r} with Gymnasium: {one_line(error)}",
                 RuntimeWarning,
                 stacklevel=2,
             )

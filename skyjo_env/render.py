@@ -10,24 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState, winners
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
-    ROUND,
-    ROUND_SCORE,
-    TOTAL,
-    TRUNCATED,
-    TURN,
-)
 from skyjo_env.core.rules import SkyjoRules
 
 #: Grids drawn side by side before wrapping to a new band of seats.
@@ -37,9 +22,9 @@ _GAP = "   "
 
 
 def _cell(value: int, slot_state: int, show_hidden: bool) -> str:
-    if slot_state == CLEARED:
+    if slot_state == layout.CLEARED:
         return "   .".rjust(_CELL)
-    if slot_state == HIDDEN:
+    if slot_state == layout.HIDDEN:
         return f"h{value}".rjust(_CELL) if show_hidden else "  ##"
     return f"{value:d}".rjust(_CELL)
 
@@ -49,17 +34,17 @@ def _grid_block(
 ) -> list[str]:
     """Header lines plus one line per grid row, all of the same width."""
     game = state.game[b]
-    phase = int(game[PHASE])
+    phase = int(game[layout.PHASE])
     width = max(_CELL * rules.cols, 18)
     marks = ""
-    if phase != Phase.GAME_OVER and int(game[CURRENT]) == p:
+    if phase != Phase.GAME_OVER and int(game[layout.CURRENT]) == p:
         marks += " <to act"
-    if int(game[FINISHER]) == p:
+    if int(game[layout.FINISHER]) == p:
         marks += " [finisher]"
     grid = state.grid[b, p]
     slots = state.slot_state[b, p]
-    visible = int(np.where(slots == FACE_UP, grid, 0).sum())
-    total = int(state.seat[b, p, TOTAL])
+    visible = int(np.where(slots == layout.FACE_UP, grid, 0).sum())
+    total = int(state.seat[b, p, layout.TOTAL])
     lines = [f"seat {p}{marks}".ljust(width), f"total {total} visible {visible}".ljust(width)]
     for r in range(rules.rows):
         row = "".join(
@@ -87,22 +72,28 @@ def render_ansi(
     """
     rules = state.rules if rules is None else rules
     game = state.game[b]
-    phase = Phase(int(game[PHASE]))
+    phase = Phase(int(game[layout.PHASE]))
     players = rules.num_players
     lines = []
-    header = f"Skyjo: round {int(game[ROUND]) + 1}, turn {int(game[TURN])}, phase {phase.name}"
+    header = (
+        f"Skyjo: round {int(game[layout.ROUND]) + 1}, turn {int(game[layout.TURN])}, "
+        f"phase {phase.name}"
+    )
     if phase != Phase.GAME_OVER:
-        header += f", seat {int(game[CURRENT])} to act"
+        header += f", seat {int(game[layout.CURRENT])} to act"
     lines.append(header)
-    discard_size = int(game[DISCARD_SIZE])
+    discard_size = int(game[layout.DISCARD_SIZE])
     top = str(int(state.discard_pile[b, discard_size - 1])) if discard_size else "-"
-    piles = f"discard top {top} ({discard_size} cards), draw pile {int(game[DRAW_SIZE])} cards"
+    piles = (
+        f"discard top {top} ({discard_size} cards), "
+        f"draw pile {int(game[layout.DRAW_SIZE])} cards"
+    )
     if phase == Phase.PLACE_DRAWN:
-        piles = f"holding {int(game[HELD])} (drawn), " + piles
+        piles = f"holding {int(game[layout.HELD])} (drawn), " + piles
     elif phase == Phase.PLACE_DISCARD:
-        piles = f"holding {int(game[HELD])} (taken from the discard pile), " + piles
+        piles = f"holding {int(game[layout.HELD])} (taken from the discard pile), " + piles
     lines.append(piles)
-    finisher = int(game[FINISHER])
+    finisher = int(game[layout.FINISHER])
     if finisher >= 0:
         lines.append(f"finisher: seat {finisher} (final lap)")
     for first in range(0, players, GRIDS_PER_BAND):
@@ -113,12 +104,12 @@ def render_ansi(
         lines.append("")
         for row in zip(*blocks, strict=True):
             lines.append(_GAP.join(row).rstrip())
-    if int(game[ROUND]) > 0:
-        scores = ", ".join(str(int(s)) for s in state.seat[b, :, ROUND_SCORE])
+    if int(game[layout.ROUND]) > 0:
+        scores = ", ".join(str(int(s)) for s in state.seat[b, :, layout.ROUND_SCORE])
         lines.append("")
         lines.append(f"last round scores by seat: {scores}")
     if phase == Phase.GAME_OVER:
-        if int(game[TRUNCATED]):
+        if int(game[layout.TRUNCATED]):
             lines.append("game over: truncated by the turn cap (last round not scored)")
         else:
             best = winners(state, b)

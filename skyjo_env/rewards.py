@@ -16,14 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skyjo_env.core import layout
 from skyjo_env.core.jit import jit
-from skyjo_env.core.layout import (
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    EVENT_TRUNCATED,
-    ROUND_SCORE,
-    TOTAL,
-)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,36 +46,36 @@ def seat_rewards_into(event, seat, b, game_bonus, out):
     """
     players = out.shape[0]
     out[:] = 0.0
-    if event == 0 or (event & EVENT_TRUNCATED) != 0:
+    if event == 0 or (event & layout.EVENT_TRUNCATED) != 0:
         # a truncated round is not scored, and a truncated game has no winner
         return False
-    if (event & EVENT_ROUND_ENDED) != 0:
+    if (event & layout.EVENT_ROUND_ENDED) != 0:
         total = 0.0
         for p in range(players):
-            total += seat[b, p, ROUND_SCORE]
+            total += seat[b, p, layout.ROUND_SCORE]
         for p in range(players):
-            own = float(seat[b, p, ROUND_SCORE])
+            own = float(seat[b, p, layout.ROUND_SCORE])
             others = (total - own) / (players - 1)
             out[p] = -(own - others) / REWARD_SCORE_SCALE
-    if game_bonus and (event & EVENT_GAME_ENDED) != 0:
-        best = seat[b, 0, TOTAL]
+    if game_bonus and (event & layout.EVENT_GAME_ENDED) != 0:
+        best = seat[b, 0, layout.TOTAL]
         for p in range(1, players):
-            if seat[b, p, TOTAL] < best:
-                best = seat[b, p, TOTAL]
+            if seat[b, p, layout.TOTAL] < best:
+                best = seat[b, p, layout.TOTAL]
         k = 0
         for p in range(players):
-            if seat[b, p, TOTAL] == best:
+            if seat[b, p, layout.TOTAL] == best:
                 k += 1
         if k < players:
             for p in range(players):
-                if seat[b, p, TOTAL] == best:
+                if seat[b, p, layout.TOTAL] == best:
                     out[p] += WIN_REWARD / k
                 else:
                     out[p] -= WIN_REWARD / (players - k)
     return True
 
 
-def grid_potential(observations: np.ndarray, layout: ObservationLayout) -> np.ndarray:
+def grid_potential(observations: np.ndarray, obs_layout: ObservationLayout) -> np.ndarray:
     """The shaping potential ``Phi`` of each observation: minus the observer's expected
     grid value / 100 (face-down cards at the deck mean).
 
@@ -92,14 +86,14 @@ def grid_potential(observations: np.ndarray, layout: ObservationLayout) -> np.nd
 
     Args:
         observations: float32 (N, O).
-        layout: The observation layout.
+        obs_layout: The observation layout.
 
     Returns:
         float64 (N,): ``-(face-up sum + face-down count * deck mean) / 100``.
     """
-    pieces = layout.describe()
-    rules = layout.rules
+    pieces = obs_layout.describe()
+    rules = obs_layout.rules
     deck_mean = float(rules.deck_array().mean())
-    face_up = observations[:, pieces["own_values"]].sum(axis=1) * layout.value_scale
+    face_up = observations[:, pieces["own_values"]].sum(axis=1) * obs_layout.value_scale
     face_down = observations[:, pieces["own_hidden"]].sum(axis=1)
     return -(face_up + face_down * deck_mean) / 100.0

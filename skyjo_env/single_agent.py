@@ -13,22 +13,22 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import IllegalActionError, illegal_action_message
-from skyjo_env.core.layout import PHASE, ROUND_SCORE
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.learner_games import (
-    LearnerGames,
-    Opponents,
+from skyjo_env.learner_games import LearnerGames, Opponents, opponent_seed
+from skyjo_env.learner_state import (
+    export_games,
     exported_opponent_key,
     generator_from_state,
+    import_games,
     imported_opponent_agent,
-    opponent_seed,
     require_meta_entries,
 )
+from skyjo_env.options import RENDER_MODES, EnvOptions
 from skyjo_env.protocol import Agent, RandomAgent
 from skyjo_env.render import render_ansi
-from skyjo_env.view_options import observation_box, resolve_rules
 
 _GAME_OVER = int(Phase.GAME_OVER)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -108,47 +108,41 @@ class SkyjoGymEnv(gymnasium.Env):
     ``np_random``.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "skyjo_single_agent_v0"}
+    metadata = {"render_modes": list(RENDER_MODES), "name": "skyjo_single_agent_v0"}
 
     def __init__(
         self,
         rules: SkyjoRules | None = None,
         opponents: Opponents | None = None,
-        episode: str = "game",
-        illegal_action: str = "raise",
-        illegal_penalty: float = -1.0,
-        render_mode: str | None = None,
-        **rule_kwargs: Any,
+        **options: Any,
     ):
         """Build the env.
 
         Args:
-            rules: The rules; when None, ``SkyjoRules(**rule_kwargs)``.
+            rules: The rules; when None, ``SkyjoRules(**rule fields)``.
             opponents: See `LearnerGames.set_opponents`; default a `RandomAgent`.
-            episode: ``"game"`` (default) or ``"round"``.
-            illegal_action: ``"raise"`` (default) or ``"penalize"``.
-            illegal_penalty: The learner's reward for an illegal action under ``"penalize"``.
-            render_mode: None, ``"ansi"`` or ``"human"``.
-            **rule_kwargs: `SkyjoRules` fields (or changes to ``rules``).
+            **options: `skyjo_env.options.EnvOptions` fields (``episode``,
+                ``illegal_action``, ``illegal_penalty``: the learner's reward for an
+                illegal action under ``"penalize"``, ``render_mode``) and `SkyjoRules`
+                fields (or changes to ``rules``), as `EnvOptions.from_keywords` takes them.
+
+        Raises:
+            ValueError: A bad option, rules field or opponent.
         """
         super().__init__()
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: allowed None, 'ansi', 'human'")
-        self.rules = resolve_rules(rules, rule_kwargs)
-        self.render_mode = render_mode
+        self.options = env_options = EnvOptions.from_keywords(rules, **options)
+        self.rules = env_options.rules
+        self.render_mode = env_options.render_mode
         self._default_opponent = RandomAgent(np.random.default_rng(), name="random")
         self._owns_opponent = opponents is None
         self.games = LearnerGames(
-            self.rules,
+            env_options,
             1,
             self._default_opponent if opponents is None else opponents,
-            episode=episode,
-            illegal_action=illegal_action,
-            illegal_penalty=illegal_penalty,
             rng=self.np_random,
         )
-        self.episode = episode
-        self.observation_space = observation_box(self.rules)
+        self.episode = env_options.episode
+        self.observation_space = env_options.observation_space()
         self.action_space = spaces.Discrete(self.games.num_actions)
         self._obs = np.empty((1, self.games.obs_size), np.float32)
         self._action = np.zeros(1, np.int64)
@@ -169,7 +163,7 @@ class SkyjoGymEnv(gymnasium.Env):
         """Everything this env's future depends on, as plain data (no pickles): to save a
         game and continue it later, or to try moves from one position.
 
-        The game (`LearnerGames.export_state`), ``np_random`` (the next game seeds and
+        The game (`learner_state.export_games`), ``np_random`` (the next game seeds and
         learner seats) and the default random opponent's generator. Other opponent agents
         are only named (their own state is the caller's to save), and a chooser is not
         data: `import_state` needs an env with the same one.
@@ -186,7 +180,7 @@ class SkyjoGymEnv(gymnasium.Env):
                 name twice, a non-string or the default opponent's reserved name.
         """
         default = self._default_opponent
-        games_meta, arrays = self.games.export_state(exported_opponent_key(default, agent_key))
+        games_meta, arrays = export_games(self.games, exported_opponent_key(default, agent_key))
         meta = {
             "games": games_meta,
             "np_random": self.np_random.bit_generator.state,
@@ -211,15 +205,15 @@ class SkyjoGymEnv(gymnasium.Env):
 
         Raises:
             ValueError: One line naming the bad entry or array (see
-                `LearnerGames.import_state`) or generator state.
+                `learner_state.import_games`) or generator state.
         """
         require_meta_entries(meta, ("games", "np_random", "default_opponent_rng"),
                              flags=("owns_opponent",))
         np_random = generator_from_state(meta["np_random"], "np_random")
         opponent_rng = generator_from_state(meta["default_opponent_rng"], "default_opponent_rng")
         default = self._default_opponent
-        self.games.import_state(meta["games"], arrays,
-                                imported_opponent_agent(default, agent_for_key))
+        import_games(self.games, meta["games"], arrays,
+                     imported_opponent_agent(default, agent_for_key))
         self.np_random = np_random
         default.rng = opponent_rng
         self._owns_opponent = meta["owns_opponent"]
@@ -279,10 +273,10 @@ class SkyjoGymEnv(gymnasium.Env):
         terminated = bool(games.terminated[0])
         truncated = bool(games.truncated[0])
         info: dict[str, Any] = {"learner_seat": self.learner_seat}
-        if (terminated or truncated) and games.batch.game[0, PHASE] == _GAME_OVER:
+        if (terminated or truncated) and games.batch.game[0, layout.PHASE] == _GAME_OVER:
             totals = games.batch.total_scores[0]
             info["total_scores"] = [int(t) for t in totals]
-            info["round_scores"] = [int(r) for r in games.batch.seat[0, :, ROUND_SCORE]]
+            info["round_scores"] = [int(r) for r in games.batch.seat[0, :, layout.ROUND_SCORE]]
             info["won"] = bool(totals[self.learner_seat] == totals.min()) and not truncated
         return self._observation(), reward, terminated, truncated, info
 

@@ -26,22 +26,21 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from skyjo_env.core.layout import ROUND_SCORE
+from skyjo_env.core import layout
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.learner_games import (
+from skyjo_env.learner_games import LearnerGames, Opponents, integer_actions, opponent_seed
+from skyjo_env.learner_state import (
     DEFAULT_OPPONENT_KEY,
-    LearnerGames,
-    Opponents,
+    export_games,
     exported_opponent_key,
     generator_from_state,
+    import_games,
     imported_opponent_agent,
-    integer_actions,
-    opponent_seed,
     require_meta_entries,
 )
+from skyjo_env.options import RENDER_MODES, EnvOptions
 from skyjo_env.protocol import Agent, RandomAgent
 from skyjo_env.render import render_ansi
-from skyjo_env.view_options import observation_box, resolve_rules
 
 
 class SkyjoVecEnv(VecEnv):
@@ -91,51 +90,47 @@ class SkyjoVecEnv(VecEnv):
         num_envs: int = 64,
         rules: SkyjoRules | None = None,
         opponents: Opponents | None = None,
-        episode: str = "game",
-        illegal_action: str = "raise",
-        illegal_penalty: float = -1.0,
+        *,
         seed: int | None = None,
-        render_mode: str | None = None,
-        **rule_kwargs: Any,
+        **options: Any,
     ):
         """Build the env (call ``reset()`` before stepping, as SB3 does).
 
         Args:
             num_envs: Number of games ``N``.
-            rules: The rules; when None, ``SkyjoRules(**rule_kwargs)``.
+            rules: The rules; when None, ``SkyjoRules(**rule fields)``.
             opponents: See the class docstring; default a `RandomAgent`.
-            episode: ``"game"`` (default) or ``"round"``.
-            illegal_action: ``"raise"`` (default) or ``"penalize"``.
-            illegal_penalty: The learner's reward for an illegal action under ``"penalize"``.
             seed: Optional int, as `seed`.
-            render_mode: None, ``"ansi"`` or ``"human"`` (renders game 0).
-            **rule_kwargs: `SkyjoRules` fields (or changes to ``rules``).
+            **options: `skyjo_env.options.EnvOptions` fields (``episode``,
+                ``illegal_action``, ``illegal_penalty``: the learner's reward for an
+                illegal action under ``"penalize"``, ``render_mode``: renders game 0) and
+                `SkyjoRules` fields (or changes to ``rules``), as `EnvOptions.from_keywords`
+                takes them.
+
+        Raises:
+            ValueError: A bad ``num_envs``, option, rules field or opponent.
         """
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        if render_mode not in (None, "ansi", "human"):
-            raise ValueError(f"render_mode={render_mode!r} is invalid: allowed None, 'ansi', 'human'")
-        self.rules = resolve_rules(rules, rule_kwargs)
-        self.render_mode = render_mode
-        self.episode = episode
+        self.options = env_options = EnvOptions.from_keywords(rules, **options)
+        self.rules = env_options.rules
+        self.render_mode = env_options.render_mode
+        self.episode = env_options.episode
         self._rng = np.random.default_rng(seed)
         self._default_opponent = RandomAgent(
             np.random.default_rng(None if seed is None else opponent_seed(seed))
         )
         self._owns_opponent = opponents is None
         self.games = LearnerGames(
-            self.rules,
+            env_options,
             int(num_envs),
             self._default_opponent if opponents is None else opponents,
-            episode=episode,
-            illegal_action=illegal_action,
-            illegal_penalty=illegal_penalty,
             rng=self._rng,
         )
         super().__init__(
-            int(num_envs), observation_box(self.rules), spaces.Discrete(self.games.num_actions)
+            int(num_envs), env_options.observation_space(), spaces.Discrete(self.games.num_actions)
         )
-        self.metadata = {"render_modes": ["ansi", "human"], "name": "skyjo_vec_v0"}
+        self.metadata = {"render_modes": list(RENDER_MODES), "name": "skyjo_vec_v0"}
         self._actions: np.ndarray | None = None
         self._started = False
         if seed is not None:
@@ -169,7 +164,7 @@ class SkyjoVecEnv(VecEnv):
                      ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Everything this env's future steps depend on, as plain data (no pickles).
 
-        The games (`LearnerGames.export_state`), the env's generator, the pending reset
+        The games (`learner_state.export_games`), the env's generator, the pending reset
         seeds, whether ``reset()`` has run, and the default random opponent's generator.
         The other opponent agents are only named (their own state is the caller's to save),
         and a chooser is not data: `import_state` needs an env with the same one.
@@ -191,7 +186,7 @@ class SkyjoVecEnv(VecEnv):
             raise RuntimeError("export_state between step_async and step_wait: call "
                                "step_wait first")
         default = self._default_opponent
-        games_meta, arrays = self.games.export_state(exported_opponent_key(default, agent_key))
+        games_meta, arrays = export_games(self.games, exported_opponent_key(default, agent_key))
         meta = {
             "games": games_meta,
             "rng": self._rng.bit_generator.state,
@@ -218,7 +213,7 @@ class SkyjoVecEnv(VecEnv):
 
         Raises:
             ValueError: One line naming the bad entry or array (see
-                `LearnerGames.import_state`) or generator state.
+                `learner_state.import_games`) or generator state.
         """
         require_meta_entries(meta, ("games", "rng", "seeds", "default_opponent_rng"),
                              flags=("started", "owns_opponent"))
@@ -230,8 +225,8 @@ class SkyjoVecEnv(VecEnv):
             raise ValueError(f"state meta 'seeds' must be {self.num_envs} ints >= 0 or "
                              f"{self.num_envs} Nones, got {seeds!r}")
         default = self._default_opponent
-        self.games.import_state(meta["games"], arrays,
-                                imported_opponent_agent(default, agent_for_key))
+        import_games(self.games, meta["games"], arrays,
+                     imported_opponent_agent(default, agent_for_key))
         self._rng = rng
         default.rng = opponent_rng
         self._seeds = list(seeds)
@@ -307,7 +302,7 @@ class SkyjoVecEnv(VecEnv):
         if dones.any():
             which = np.flatnonzero(dones)
             totals = games.batch.total_scores
-            round_scores = games.batch.seat[:, :, ROUND_SCORE]
+            round_scores = games.batch.seat[:, :, layout.ROUND_SCORE]
             game_over = games.batch.game_over
             for b in which:
                 seat = int(games.learner_seat[b])

@@ -60,17 +60,9 @@ from agents.baselines.common import (
     phase_of,
     place_action,
 )
+from skyjo_env.core import layout
 from skyjo_env.core.jit import jit
 from skyjo_env.core.kernels import penalised_score
-from skyjo_env.core.layout import (
-    P_COLS,
-    P_COLUMN_ELIMINATION,
-    P_CONDITION_LT,
-    P_ONLY_IF_POSITIVE,
-    P_PLAYERS,
-    P_ROW_ELIMINATION,
-    P_ROWS,
-)
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ROUND_TURNS_SCALE
 
@@ -80,18 +72,18 @@ PATIENCE_FADE = 10.0
 @jit
 def _eliminate_at(values, hidden, cleared, slot, geometry):
     """Clear the lines through ``slot`` that are face up and equal (as the engine does)."""
-    rows = geometry[P_ROWS]
-    cols = geometry[P_COLS]
+    rows = geometry[layout.P_ROWS]
+    cols = geometry[layout.P_COLS]
     col = slot % cols
     row = slot // cols
-    column_done = geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 2
+    column_done = geometry[layout.P_COLUMN_ELIMINATION] != 0 and rows >= 2
     if column_done:
         for r in range(rows):
             s = r * cols + col
             if hidden[s] or cleared[s] or values[s] != values[slot]:
                 column_done = False
                 break
-    row_done = geometry[P_ROW_ELIMINATION] != 0 and cols >= 2
+    row_done = geometry[layout.P_ROW_ELIMINATION] != 0 and cols >= 2
     if row_done:
         for c in range(cols):
             s = row * cols + c
@@ -129,11 +121,11 @@ def _going_out_cost(mine, opponent_best, geometry, fear):
     """Extra expected cost of ending the round with own final score ``mine``, times
     ``fear`` (1 early in a round, fading to 0 once the round drags on)."""
     at_risk = opponent_best <= mine
-    if geometry[P_CONDITION_LT] != 0:
+    if geometry[layout.P_CONDITION_LT] != 0:
         at_risk = opponent_best < mine
     if not at_risk:
         return 0.0
-    if geometry[P_ONLY_IF_POSITIVE] != 0 and mine <= 0:
+    if geometry[layout.P_ONLY_IF_POSITIVE] != 0 and mine <= 0:
         return 0.0
     return fear * (penalised_score(mine, geometry) - mine)
 
@@ -148,12 +140,12 @@ def _column_terms(values, hidden, cleared, c, geometry, slot, card, down_value, 
     ``down_value`` (float64 (S,)) is what each face-down slot is counted as.
     Returns ``(value, face-down count, face-up sum)``.
     """
-    rows = geometry[P_ROWS]
-    cols = geometry[P_COLS]
+    rows = geometry[layout.P_ROWS]
+    cols = geometry[layout.P_COLS]
     if cleared[c]:
         return 0.0, 0, 0.0
     first = card if slot == c else values[c]
-    complete = geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 2
+    complete = geometry[layout.P_COLUMN_ELIMINATION] != 0 and rows >= 2
     estimate, face_down, face_up = 0.0, 0, 0.0
     for r in range(rows):
         s = r * cols + c
@@ -169,7 +161,7 @@ def _column_terms(values, hidden, cleared, c, geometry, slot, card, down_value, 
             face_up += value
     if complete:
         return 0.0, 0, 0.0
-    if geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 3:
+    if geometry[layout.P_COLUMN_ELIMINATION] != 0 and rows >= 3:
         for r0 in range(rows):
             s0 = r0 * cols + c
             if hidden[s0] and s0 != slot:
@@ -200,13 +192,13 @@ def _grid_value_of(values, hidden, cleared, down_value, chance, low, geometry, p
     """Expected grid sum minus the bonus for columns one matching card short (generic
     path, for grids where rows may also have been eliminated); face-down slot ``s``
     counts as ``down_value[s]``."""
-    rows = geometry[P_ROWS]
-    cols = geometry[P_COLS]
+    rows = geometry[layout.P_ROWS]
+    cols = geometry[layout.P_COLS]
     total = 0.0
     for s in range(values.shape[0]):
         if not cleared[s]:
             total += down_value[s] if hidden[s] else values[s]
-    if geometry[P_COLUMN_ELIMINATION] == 0 or rows < 3:
+    if geometry[layout.P_COLUMN_ELIMINATION] == 0 or rows < 3:
         return total
     for c in range(cols):
         for r0 in range(rows):
@@ -240,8 +232,8 @@ def _outcome(values, hidden, cleared, slot, card, ctx, col_terms, down_value, ch
     ``col_terms`` (cols, 3) the same per column, so that without row elimination only the
     touched column is recomputed.
     """
-    if geometry[P_ROW_ELIMINATION] == 0:
-        c = slot % geometry[P_COLS]
+    if geometry[layout.P_ROW_ELIMINATION] == 0:
+        c = slot % geometry[layout.P_COLS]
         value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, slot,
                                                   card, down_value, chance, low, pair_bonus)
         total = ctx[0] - col_terms[c, 0] + value
@@ -271,8 +263,8 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, down_value, ca
     Same numbers as `_outcome`, computed once per slot from the rest of the column
     instead of once per (slot, value): ``row_out[v]`` for card value index ``v``.
     """
-    rows = geometry[P_ROWS]
-    cols = geometry[P_COLS]
+    rows = geometry[layout.P_ROWS]
+    cols = geometry[layout.P_COLS]
     c = slot % cols
     others_estimate, others_hidden, others_up = 0.0, 0, 0.0
     first_up = np.nan
@@ -292,7 +284,7 @@ def _slot_outcomes(values, hidden, cleared, slot, ctx, col_terms, down_value, ca
             elif values[s] != first_up:
                 others_equal = False
     others_all_up_equal = others_hidden == 0 and others_equal
-    column_elim = geometry[P_COLUMN_ELIMINATION] != 0 and rows >= 2
+    column_elim = geometry[layout.P_COLUMN_ELIMINATION] != 0 and rows >= 2
     for v in range(card_values.shape[0]):
         card = card_values[v]
         matches = 0
@@ -340,7 +332,7 @@ def _outcome_table_of(values, hidden, cleared, ctx, col_terms, down_value, card_
     for s in range(values.shape[0]):
         if cleared[s]:
             table[s, :] = np.inf
-        elif geometry[P_ROW_ELIMINATION] == 0:
+        elif geometry[layout.P_ROW_ELIMINATION] == 0:
             _slot_outcomes(values, hidden, cleared, s, ctx, col_terms, down_value, card_values,
                            chance, low, geometry, pair_bonus, final_lap, opponent_best, fear,
                            table[s])
@@ -389,7 +381,7 @@ def _best_reveal(table, allowed, probs, known):
 def _opponent_best(obs, n, offsets, geometry, slots, scale, mu, turn_gain):
     """Lowest expected final score among the opponents."""
     best = 1e18
-    for k in range(geometry[P_PLAYERS] - 1):
+    for k in range(geometry[layout.P_PLAYERS] - 1):
         total = 0.0
         for s in range(slots):
             i = k * slots + s
@@ -419,8 +411,8 @@ def _grid_context_of(values, hidden, cleared, down_value, chance, low, geometry,
                             pair_bonus)
     ctx[1] = _count_hidden(hidden, cleared)
     ctx[2] = _known_sum(values, hidden, cleared)
-    if geometry[P_ROW_ELIMINATION] == 0:
-        for c in range(geometry[P_COLS]):
+    if geometry[layout.P_ROW_ELIMINATION] == 0:
+        for c in range(geometry[layout.P_COLS]):
             value, face_down, face_up = _column_terms(values, hidden, cleared, c, geometry, -1,
                                                       0.0, down_value, chance, low, pair_bonus)
             col_terms[c, 0] = value
@@ -486,7 +478,7 @@ def _ev_decisions(obs, masks, offsets, geometry, slots, scale, card_values, card
     sh = np.empty(slots, np.bool_)
     sc = np.empty(slots, np.bool_)
     ctx = np.empty(3, np.float64)
-    col_terms = np.zeros((geometry[P_COLS], 3), np.float64)
+    col_terms = np.zeros((geometry[layout.P_COLS], 3), np.float64)
     num_values = card_values.shape[0]
     low = int(card_values[0])
     probs = np.empty(num_values, np.float64)

@@ -31,6 +31,7 @@ from skyjo_env.core import (
     Phase,
     SkyjoRules,
     decode_action,
+    layout,
     legal_action_mask,
     load_rules,
     new_batch,
@@ -38,7 +39,6 @@ from skyjo_env.core import (
     step,
     winners,
 )
-from skyjo_env.core.layout import EVENT_ROUND_ENDED, ROUND_SCORE, TOTAL
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.render import render_ansi
 
@@ -145,11 +145,11 @@ def play_game(rules: SkyjoRules, agents: dict, human_seat: int, seed: int,
             action = int(act_checked(agent, f"{label} at seat {seat}", observation, mask,
                                      only_game, state)[0])
         events = step(state, np.array([action]))
-        if events[0] & EVENT_ROUND_ENDED:
-            scores = state.seat[0, :, ROUND_SCORE].tolist()
-            totals = state.seat[0, :, TOTAL].tolist()
+        if events[0] & layout.EVENT_ROUND_ENDED:
+            scores = state.seat[0, :, layout.ROUND_SCORE].tolist()
+            totals = state.seat[0, :, layout.TOTAL].tolist()
             write(f"Round over. Round scores {scores}, totals {totals}.")
-    totals = state.seat[0, :, TOTAL].tolist()
+    totals = state.seat[0, :, layout.TOTAL].tolist()
     if state.truncated[0]:
         write(
             f"Game over: truncated by the turn cap ({rules.max_turns_per_round} turns in a "

@@ -28,20 +28,19 @@ Design:
 * **Errors as in one process.** An agent that fails inside a task (`AgentActionError`,
   `AgentSpecError`, a checkpoint error) is re-raised in the driver as that very exception,
   unwrapped from Ray's ``RayTaskError``; the remaining chunks are cancelled.
-* **Ray on demand.** Ray is imported only when `ray_session` or a tournament here runs,
-  never when this module is imported; the single-process path never imports it.
+* **Ray on demand.** Ray is imported only when `agents.parallel.ray_session` or a
+  tournament here runs, never when this module is imported; the single-process path
+  never imports it. The chunks run through `agents.parallel.run_chunks`, the one task
+  loop of the project.
 """
 
 from __future__ import annotations
 
-import logging
-import signal
-import socket
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +60,22 @@ from agents.evaluation.games import (
 )
 from agents.evaluation.resume import ChunkStore, tournament_identity
 from agents.evaluation.tournament import TournamentResult, tournament_result
+
+# the Ray session and its errors live in agents.parallel; they are imported from here too
+# (agents.cli.evaluate, agents.sweep, agents.ppo.imitation), so the names stay available
+from agents.parallel import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    INSTALL_HINT,
+    TOKEN_AUTH_LOGGER,
+    DistributedRunError,
+    DistributedSetupError,
+    check_reachable,
+    check_workers,
+    import_ray,
+    quiet_token_auth_notice,
+    ray_session,
+    run_chunks,
+)
 from skyjo_env.core.rules import SkyjoRules
 
 #: Deal groups per chunk (one Ray task): 512 games of 2 players, large enough for the
@@ -71,42 +86,6 @@ DEFAULT_CHUNK_DEALS = 256
 #: a small tournament of a slow search agent would otherwise be one chunk of 256 deal
 #: groups, played by one worker however many there are.
 MIN_CHUNKS = 16
-
-#: Seconds to wait for a cluster address to accept a connection before giving up (Ray
-#: itself retries a wrong address for minutes).
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
-
-INSTALL_HINT = 'install the extra: pip install -e ".[distributed]"'
-
-
-class DistributedSetupError(ValueError):
-    """Ray is missing, a cluster cannot be reached, or a sharding option is bad."""
-
-
-class DistributedRunError(RuntimeError):
-    """Ray lost a task for a reason of its own (a worker or node died, out of memory)."""
-
-
-def import_ray():
-    """The ``ray`` module; raises `DistributedSetupError` (with the install hint) without it."""
-    try:
-        import ray
-    except ImportError as error:
-        raise DistributedSetupError(
-            f"distributed evaluation needs Ray, which is not installed ({error}); "
-            f"{INSTALL_HINT}"
-        ) from error
-    return ray
-
-
-def check_workers(workers: Any) -> int | None:
-    """``workers`` as an int >= 1, or None; raises `DistributedSetupError` otherwise."""
-    if workers is None:
-        return None
-    if not isinstance(workers, (int, np.integer)) or isinstance(workers, bool) or workers < 1:
-        raise DistributedSetupError(f"workers must be an int >= 1, got {workers!r}")
-    return int(workers)
-
 
 def check_chunk_deals(chunk_deals: Any) -> int:
     """``chunk_deals`` as an int >= 1; raises `DistributedSetupError` otherwise."""
@@ -131,135 +110,6 @@ def chunk_ranges(num_deals: int, chunk_deals: int) -> list[range]:
         range(start, min(start + chunk_deals, num_deals))
         for start in range(0, num_deals, chunk_deals)
     ]
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    """``(host, port)`` of ``HOST:PORT`` or ``ray://HOST:PORT``."""
-    text = address.split("://", 1)[1] if "://" in address else address
-    host, colon, port = text.rpartition(":")
-    if not colon or not host or not port.isdigit():
-        raise DistributedSetupError(
-            f"Ray address {address!r} is not HOST:PORT (e.g. 10.0.0.1:6379, the address "
-            "'ray start --head' prints)"
-        )
-    return host.strip("[]"), int(port)
-
-
-def check_reachable(address: str, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
-    """Raise `DistributedSetupError` unless ``address`` accepts a TCP connection in time.
-
-    ``auto`` (Ray's own lookup of a local cluster) is left to Ray.
-    """
-    if address == "auto":
-        return
-    host, port = _host_port(address)
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            pass
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise DistributedSetupError(
-            f"cannot reach a Ray cluster at {address!r} within {timeout_s:g} s ({reason}); "
-            "start one with 'ray start --head --port=6379' and pass its HOST:PORT"
-        ) from error
-
-
-#: The Ray logger that announces, on every new local cluster, that token authentication
-#: is on (`quiet_token_auth_notice`).
-TOKEN_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
-
-
-class _TokenAuthNoticeFilter(logging.Filter):
-    """Drops Ray's "Token authentication is enabled" notice, passes every other record."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Token authentication is enabled")
-
-
-@contextmanager
-def quiet_token_auth_notice() -> Iterator[None]:
-    """Within the block, Ray's notice that a new local cluster has token authentication
-    on is not logged.
-
-    Ray turns token authentication on by itself for a new local cluster (the token lives
-    in ``~/.ray/auth_token``) and logs a WARNING saying so on every start, which made
-    every ``evaluate.py --workers N`` run open with a warning about nothing wrong. The
-    protection stays as Ray sets it; only that one record is dropped (the warning that
-    authentication is *disabled*, and everything else, still shows).
-    """
-    logger = logging.getLogger(TOKEN_AUTH_LOGGER)
-    notice_filter = _TokenAuthNoticeFilter()
-    logger.addFilter(notice_filter)
-    try:
-        yield
-    finally:
-        logger.removeFilter(notice_filter)
-
-
-@contextmanager
-def ray_session(
-    workers: int | None = None,
-    address: str | None = None,
-    *,
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-) -> Iterator[Any]:
-    """Ray, initialised for the duration of the ``with`` block; yields the ``ray`` module.
-
-    ``address``, when given, must accept a connection within ``connect_timeout_s`` (a
-    wrong address fails fast instead of after Ray's minutes of retries). If Ray is already
-    initialised in this process it is used as is and left running. Otherwise ``address``
-    connects to that cluster (``ray.init(address=...)``), or a local Ray with
-    ``workers`` CPUs (all of them when None) is started; either is shut down (the driver
-    disconnects; a cluster keeps running) when the block ends.
-
-    Raises:
-        DistributedSetupError: Ray not installed, bad ``workers``, or the cluster cannot
-            be reached.
-    """
-    workers = check_workers(workers)
-    ray = import_ray()
-    if address is not None:
-        check_reachable(address, connect_timeout_s)
-    if ray.is_initialized():
-        yield ray
-        return
-    with quiet_token_auth_notice():
-        _init_ray(ray, workers, address)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
-def _init_ray(ray, workers: int | None, address: str | None) -> None:
-    """``ray.init`` for `ray_session`: connect to ``address``, or start a local Ray with
-    ``workers`` CPUs; Ray's driver logs kept to warnings, the caller's SIGTERM handler
-    kept. Raises `DistributedSetupError` in one line when Ray cannot start or connect."""
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
-    # ray.init installs its own SIGTERM handler (sys.exit); keep the caller's (the trainer
-    # stops cleanly on SIGTERM)
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
-    try:
-        if address is not None:
-            try:
-                ray.init(address=address, **quiet)
-            except Exception as error:  # Ray's own errors vary by version and cause
-                raise DistributedSetupError(
-                    f"cannot connect to the Ray cluster at {address!r}: "
-                    f"{type(error).__name__}: {error}"
-                ) from error
-        else:
-            try:
-                ray.init(num_cpus=workers, include_dashboard=False, **quiet)
-            except Exception as error:  # e.g. no room for Ray's shared memory or sockets
-                raise DistributedSetupError(
-                    f"cannot start a local Ray with {workers or 'all'} CPUs: "
-                    f"{type(error).__name__}: {_first_line(error)}"
-                ) from error
-    finally:
-        if previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, previous_sigterm)
 
 
 def play_chunk(
@@ -317,35 +167,10 @@ def play_chunk(
     return records, names
 
 
-def _chunk_task(specs, rules_data, seed, chunk, deals, max_batch, seating):
-    """The body of one Ray task: one CPU, one torch thread."""
-    return play_chunk(specs, rules_data, seed, chunk, deals, max_batch=max_batch,
+def _chunk_task(specs, rules_data, seed, chunks, max_batch, seating, chunk):
+    """The body of one Ray task (one CPU, one torch thread): chunk ``chunk`` of ``chunks``."""
+    return play_chunk(specs, rules_data, seed, chunk, chunks[chunk], max_batch=max_batch,
                       torch_threads=1, seating=seating)
-
-
-def _first_line(error: BaseException) -> str:
-    return next(iter(str(error).strip().splitlines()), "")
-
-
-def _result(ray, ref):
-    """``ray.get(ref)``, re-raising an exception of the task as the task raised it.
-
-    Raises:
-        DistributedRunError: Ray's own failure (not an exception of the task's code).
-    """
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as error:
-        cause = getattr(error, "cause", None)
-        if isinstance(cause, Exception):
-            raise cause from None
-        raise DistributedRunError(
-            f"a Ray task failed: {type(error).__name__}: {_first_line(error)}"
-        ) from error
-    except ray.exceptions.RayError as error:
-        raise DistributedRunError(
-            f"a Ray task failed: {type(error).__name__}: {_first_line(error)}"
-        ) from error
 
 
 def play_sharded(
@@ -361,8 +186,9 @@ def play_sharded(
     store: ChunkStore | None = None,
     seating: str = "cyclic",
 ) -> tuple[GameRecords, list[str], float]:
-    """Play a tournament's games as Ray tasks, one per chunk of deal groups (Ray must be
-    initialised, e.g. by `ray_session`, unless ``store`` keeps every chunk already).
+    """Play a tournament's games as Ray tasks, one per chunk of deal groups
+    (`agents.parallel.run_chunks`; a Ray initialised before, e.g. by `ray_session`, is
+    used, else one is started for the call, unless ``store`` keeps every chunk already).
 
     Args:
         specs: One agent spec per seat position; ``len(specs) == rules.num_players``.
@@ -398,7 +224,8 @@ def play_sharded(
     if chunk_deals is None:
         chunk_deals = default_chunk_deals(num_deals)
     chunks = chunk_ranges(num_deals, check_chunk_deals(chunk_deals))
-    limit = check_workers(workers) or len(chunks)
+    workers = check_workers(workers)
+    limit = workers or len(chunks)
     parts: list[GameRecords | None] = [None] * len(chunks)
     names: list[str] = []
     earlier_s = 0.0
@@ -416,52 +243,23 @@ def play_sharded(
               f"read from {store.directory}", file=sys.stderr, flush=True)
     if missing:
         first_wave = sum(len(chunks[index]) for index in missing[:limit]) * group
+        task = partial(_chunk_task, list(specs), rules.to_dict(), seed, chunks, max_batch,
+                       seating)
         with progress_bar(num_deals * group, progress, initial=done,
                           in_flight=first_wave) as bar:
-            for index, records, names in _play_chunks(
-                specs, rules, seed, chunks, missing, limit, max_batch, seating
-            ):
-                parts[index] = records
+
+            def chunk_done(index: int, played: tuple[GameRecords, list[str]]) -> None:
+                records, chunk_names = played
                 bar.update(records.num_games)
                 if store is not None:
-                    store.save(index, records, names,
+                    store.save(index, records, chunk_names,
                                earlier_s + time.perf_counter() - started)
+
+            results = run_chunks(task, missing, workers, on_result=chunk_done)
+        for index, (records, _) in zip(missing, results, strict=True):
+            parts[index] = records
+        names = results[-1][1]  # every chunk names the agents alike
     return GameRecords.concatenate(parts), names, earlier_s + time.perf_counter() - started
-
-
-def _play_chunks(
-    specs: Sequence[str],
-    rules: SkyjoRules,
-    seed: int,
-    chunks: list[range],
-    indices: list[int],
-    limit: int,
-    max_batch: int,
-    seating: str,
-) -> Iterator[tuple[int, GameRecords, list[str]]]:
-    """Play chunks ``indices`` as Ray tasks, at most ``limit`` at once; yield each
-    ``(index, records, names)`` as it finishes (in any order). Tasks still running when
-    the caller stops (an error, Ctrl-C) are cancelled."""
-    ray = import_ray()
-    task = ray.remote(num_cpus=1)(_chunk_task)
-    rules_data = rules.to_dict()
-    queue = list(indices)
-    pending: dict[Any, int] = {}  # task -> chunk index
-    try:
-        while queue or pending:
-            while queue and len(pending) < limit:
-                index = queue.pop(0)
-                ref = task.remote(list(specs), rules_data, seed, index, chunks[index], max_batch,
-                                  seating)
-                pending[ref] = index
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                index = pending.pop(ref)
-                records, names = _result(ray, ref)
-                yield index, records, names
-    finally:
-        for ref in pending:  # after an error or Ctrl-C: stop what is still running
-            ray.cancel(ref)
 
 
 def evaluate_agents_distributed(
@@ -525,7 +323,7 @@ def evaluate_agents_distributed(
                                                        seating))
     complete = store is not None and store.has_all(len(chunk_ranges(num_deals, chunk_deals)))
     session = nullcontext() if complete else ray_session(
-        workers, address, connect_timeout_s=connect_timeout_s
+        workers, address, connect_timeout_s=connect_timeout_s, purpose="distributed evaluation"
     )
     with session:
         records, names, elapsed = play_sharded(
@@ -541,3 +339,25 @@ def evaluate_agents_distributed(
         )
     return tournament_result(records, rules, games, seed, names, list(specs),
                              elapsed_s=elapsed, ratings=ratings, seating=seating)
+
+
+__all__ = [
+    "DEFAULT_CHUNK_DEALS",
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "INSTALL_HINT",
+    "MIN_CHUNKS",
+    "TOKEN_AUTH_LOGGER",
+    "DistributedRunError",
+    "DistributedSetupError",
+    "check_chunk_deals",
+    "check_reachable",
+    "check_workers",
+    "chunk_ranges",
+    "default_chunk_deals",
+    "evaluate_agents_distributed",
+    "import_ray",
+    "play_chunk",
+    "play_sharded",
+    "quiet_token_auth_notice",
+    "ray_session",
+]

@@ -51,21 +51,13 @@ from typing import Any
 
 import numpy as np
 
+from skyjo_env.core import layout
 from skyjo_env.core.engine import (
     illegal_action_message,
     legal_action_mask,
     new_batch,
     reset,
     step,
-)
-from skyjo_env.core.layout import (
-    DECISIONS,
-    EVENT_GAME_ENDED,
-    LINES_ELIMINATED,
-    ROUND,
-    ROUNDS_FINISHED,
-    TIMES_PENALISED,
-    TOTAL,
 )
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
@@ -668,7 +660,7 @@ def play_deals(
             step(state, actions, events)
             if recorder is not None:
                 recorder.record(slot_game, actions, events, state)
-            done = np.flatnonzero(events & EVENT_GAME_ENDED)
+            done = np.flatnonzero(events & layout.EVENT_GAME_ENDED)
             if done.size == 0:
                 continue
             _record(records, state, done, slot_game[done] - first_game)
@@ -686,15 +678,15 @@ def _record(records: GameRecords, state, slots: np.ndarray, ids: np.ndarray) -> 
     def by_agent(column: int) -> np.ndarray:
         return np.take_along_axis(seat_fields[:, :, column], seat_of, axis=1).astype(np.int64)
 
-    totals = by_agent(TOTAL)
+    totals = by_agent(layout.TOTAL)
     records.total[ids] = totals
     is_winner = totals == totals.min(axis=1, keepdims=True)
     # a game stopped by the turn cap was never decided: nobody wins it
     is_winner &= ~state.truncated[slots][:, None]
     records.win_share[ids] = is_winner / np.maximum(is_winner.sum(axis=1, keepdims=True), 1)
-    records.rounds[ids] = state.game[slots, ROUND]
-    records.rounds_finished[ids] = by_agent(ROUNDS_FINISHED)
-    records.times_penalised[ids] = by_agent(TIMES_PENALISED)
-    records.lines_eliminated[ids] = by_agent(LINES_ELIMINATED)
+    records.rounds[ids] = state.game[slots, layout.ROUND]
+    records.rounds_finished[ids] = by_agent(layout.ROUNDS_FINISHED)
+    records.times_penalised[ids] = by_agent(layout.TIMES_PENALISED)
+    records.lines_eliminated[ids] = by_agent(layout.LINES_ELIMINATED)
     records.truncated[ids] = state.truncated[slots]
-    records.decisions[ids] = state.game[slots, DECISIONS]
+    records.decisions[ids] = state.game[slots, layout.DECISIONS]

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from agents.evaluation.games import deal_seeds, seat_arrangements
+from skyjo_env.core import layout
 from skyjo_env.core.engine import BatchState, IllegalActionError, new_batch, reset, step
-from skyjo_env.core.layout import EVENT_GAME_ENDED, TOTAL
 from skyjo_env.core.rules import SkyjoRules
 
 REPLAY_FORMAT = "skyjo-replay"
@@ -184,7 +184,7 @@ def _check_ending(replay: Replay, state: BatchState) -> None:
     if not state.all_over:
         raise ReplayError(f"actions: the game is not over after all {len(replay.actions)} "
                           "actions")
-    totals = tuple(int(t) for t in state.seat[0, :, TOTAL])
+    totals = tuple(int(t) for t in state.seat[0, :, layout.TOTAL])
     if replay.totals is not None and totals != replay.totals:
         raise ReplayError(f"totals: the actions end with totals {list(totals)}, the log says "
                           f"{list(replay.totals)}")
@@ -276,7 +276,7 @@ class ReplayRecorder:
                 self._grow()
             self._buffer[rows, self._length[rows]] = actions[rows]
             self._length[rows] += 1
-        for slot in np.flatnonzero((events & EVENT_GAME_ENDED) != 0):
+        for slot in np.flatnonzero((events & layout.EVENT_GAME_ENDED) != 0):
             if wanted[slot]:
                 self._finish(int(slot), int(slot_game[slot]), state)
             self._length[slot] = 0
@@ -299,7 +299,7 @@ class ReplayRecorder:
     def _finish(self, slot: int, game: int, state: BatchState) -> None:
         group = len(self.arrangements)
         seat_of = self.arrangements[game % group]  # seat of each agent position
-        totals = [int(t) for t in state.seat[slot, :, TOTAL]]
+        totals = [int(t) for t in state.seat[slot, :, layout.TOTAL]]
         truncated = bool(state.truncated[slot])
         first_agent_total = totals[int(seat_of[0])]
         if self.select == "lost" and not truncated and first_agent_total == min(totals):

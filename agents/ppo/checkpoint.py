@@ -207,7 +207,7 @@ def build_policy(
     from gymnasium import spaces
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    from skyjo_env.view_options import observation_box
+    from skyjo_env.options import observation_box
 
     architecture = policy_architecture(metadata, path)
     rules = _metadata_rules(metadata, path)

@@ -68,6 +68,7 @@ import numpy as np
 from agents.search.luck import FEATURES, before_step, luck_adjusted, step_luck
 from agents.search.observed import state_from_observations
 from skyjo_env.core import (
+    layout,
     legal_action_mask,
     num_actions,
     sample_information_set,
@@ -78,14 +79,6 @@ from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
 from skyjo_env.core.jit import jit
 from skyjo_env.core.kernels import apply_finisher_penalty
-from skyjo_env.core.layout import (
-    EVENT_ROUND_ENDED,
-    EVENT_TRUNCATED,
-    FACE_UP,
-    FINISHER,
-    HIDDEN,
-    ROUND_SCORE,
-)
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 from skyjo_env.protocol import Agent
@@ -260,8 +253,10 @@ def expected_grid_scores(state: BatchState) -> np.ndarray:
     """
     counts = unseen_counts(state, 0).astype(np.float64)
     mean_unseen = counts @ state.rules.card_values / np.maximum(counts.sum(axis=1), 1.0)
-    face_up = np.where(state.slot_state == FACE_UP, state.grid, 0).sum(axis=2, dtype=np.int64)
-    hidden = (state.slot_state == HIDDEN).sum(axis=2)
+    face_up = np.where(state.slot_state == layout.FACE_UP, state.grid, 0).sum(
+        axis=2, dtype=np.int64
+    )
+    hidden = (state.slot_state == layout.HIDDEN).sum(axis=2)
     return face_up + hidden * mean_unseen[:, None]
 
 
@@ -273,7 +268,7 @@ def expected_round_scores(state: BatchState) -> np.ndarray:
     all at big tables, where the others' last turns outlast the rollout. float64 (B, P).
     """
     scores = expected_grid_scores(state)
-    _penalise_finishers(scores, state.game[:, FINISHER].astype(np.int64), state.params)
+    _penalise_finishers(scores, state.game[:, layout.FINISHER].astype(np.int64), state.params)
     return scores
 
 
@@ -299,7 +294,7 @@ class RoundMarginValue:
 
     def __call__(self, state: BatchState, round_ended: np.ndarray) -> np.ndarray:
         scores = np.where(
-            round_ended[:, None], state.seat[:, :, ROUND_SCORE], expected_round_scores(state)
+            round_ended[:, None], state.seat[:, :, layout.ROUND_SCORE], expected_round_scores(state)
         )
         return margins(scores)
 
@@ -604,11 +599,11 @@ class SearchAgent:
         depth = 0
         own_turn_leaves = bool(getattr(self.value_fn, "own_turn_leaves", False))
         while True:
-            ended = running & ((events & (EVENT_ROUND_ENDED | EVENT_TRUNCATED)) != 0)
+            ended = running & ((events & (layout.EVENT_ROUND_ENDED | layout.EVENT_TRUNCATED)) != 0)
             if ended.any():
                 rows = np.flatnonzero(ended)
                 leaves.append((ids[rows], _take(state, rows),
-                               (events[rows] & EVENT_ROUND_ENDED) != 0))
+                               (events[rows] & layout.EVENT_ROUND_ENDED) != 0))
                 running &= ~ended
             live = np.flatnonzero(running)
             if live.size and depth >= self.options.depth:

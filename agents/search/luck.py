@@ -22,9 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from skyjo_env.core import unseen_counts
+from skyjo_env.core import layout, unseen_counts
 from skyjo_env.core.engine import BatchState
-from skyjo_env.core.layout import DRAW_SIZE, EVENT_ROUND_ENDED, HIDDEN
 
 #: Columns of a rollout's luck: the excess (value - mean unseen) of the cards that
 #: became known, summed per kind, for seat 0 and for the others (their mean).
@@ -58,10 +57,10 @@ def before_step(state: BatchState) -> BeforeStep:
     actor = state.current_player.astype(np.int64)
     counts = unseen_counts(state, actor).astype(np.float64)
     mean_unseen = counts @ state.rules.card_values / np.maximum(counts.sum(axis=1), 1.0)
-    sizes = state.game[:, DRAW_SIZE].astype(np.int64)
+    sizes = state.game[:, layout.DRAW_SIZE].astype(np.int64)
     rows = np.arange(state.batch_size)
     draw_top = np.where(sizes > 0, state.draw_pile[rows, np.maximum(sizes - 1, 0)], 0)
-    return BeforeStep(state.slot_state == HIDDEN, state.grid.copy(), mean_unseen,
+    return BeforeStep(state.slot_state == layout.HIDDEN, state.grid.copy(), mean_unseen,
                       draw_top.astype(np.float64), actor)
 
 
@@ -78,9 +77,9 @@ def step_luck(
             card: read from the final grids, since the step dealt the next round).
     """
     slots = state.rules.num_slots
-    ended = (events & EVENT_ROUND_ENDED) != 0
+    ended = (events & layout.EVENT_ROUND_ENDED) != 0
     after = np.where(ended[:, None, None], state.final_slot_state, state.slot_state)
-    turned = before.hidden & (after != HIDDEN)
+    turned = before.hidden & (after != layout.HIDDEN)
     excess = (before.grid - before.mean_unseen[:, None, None]) * turned
     rows = np.arange(actions.shape[0])
     placed = (actions >= slots + 2) & (actions <= 2 * slots + 1)

@@ -39,23 +39,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState, new_batch
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
-    PREV_FINISHER,
-    REVEALS_DONE,
-    TOTAL,
-    TURN,
-)
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ROUND_TURNS_SCALE, ObservationLayout
 
@@ -80,7 +66,7 @@ def _value_indices(rules: SkyjoRules, values: np.ndarray, what: str, row: int) -
 def _fill_row(state: BatchState, b: int, piece: dict[str, np.ndarray], rules: SkyjoRules) -> None:
     """Write the hidden parts of game ``b`` (discard pile, face-down cards, draw pile)."""
     card_values = rules.card_values
-    face_up = state.slot_state[b] == FACE_UP
+    face_up = state.slot_state[b] == layout.FACE_UP
     visible = _value_indices(rules, state.grid[b][face_up].astype(np.float64), "a grid", b)
     located = np.bincount(visible, minlength=card_values.size)
     held_known = bool(piece["has_held_card"][b])
@@ -106,8 +92,10 @@ def _fill_row(state: BatchState, b: int, piece: dict[str, np.ndarray], rules: Sk
         state.discard_pile[b, : discard_size - 1] = below
         state.discard_pile[b, discard_size - 1] = card_values[top]
     pool = np.repeat(card_values, unseen).astype(np.int16)
-    hidden = state.slot_state[b] == HIDDEN
-    held_unknown = state.game[b, PHASE] == Phase.PLACE_DRAWN and state.game[b, CURRENT] != 0
+    hidden = state.slot_state[b] == layout.HIDDEN
+    held_unknown = (
+        state.game[b, layout.PHASE] == Phase.PLACE_DRAWN and state.game[b, layout.CURRENT] != 0
+    )
     draw_size = int(piece["draw_pile_size"][b])
     positions = int(hidden.sum()) + draw_size + int(held_unknown)
     if pool.size != positions:
@@ -118,11 +106,11 @@ def _fill_row(state: BatchState, b: int, piece: dict[str, np.ndarray], rules: Sk
     used = int(hidden.sum())
     state.grid[b][hidden] = pool[:used]
     if held_unknown:
-        state.game[b, HELD] = pool[used]
+        state.game[b, layout.HELD] = pool[used]
         used += 1
     state.draw_pile[b, :draw_size] = pool[used:]
-    state.game[b, DRAW_SIZE] = draw_size
-    state.game[b, DISCARD_SIZE] = discard_size
+    state.game[b, layout.DRAW_SIZE] = draw_size
+    state.game[b, layout.DISCARD_SIZE] = discard_size
 
 
 def state_from_observations(rules: SkyjoRules, observations: np.ndarray) -> BatchState:
@@ -145,14 +133,14 @@ def state_from_observations(rules: SkyjoRules, observations: np.ndarray) -> Batc
             or contents no game under these rules can show (values outside the deck,
             inconsistent card counts).
     """
-    layout = ObservationLayout(rules)
+    obs_layout = ObservationLayout(rules)
     obs = np.asarray(observations)
-    if obs.ndim != 2 or obs.shape[0] < 1 or obs.shape[1] != layout.size:
+    if obs.ndim != 2 or obs.shape[0] < 1 or obs.shape[1] != obs_layout.size:
         raise ObservationMismatchError(
-            f"observations must have shape (N >= 1, {layout.size}) for these rules, "
+            f"observations must have shape (N >= 1, {obs_layout.size}) for these rules, "
             f"got {obs.shape}"
         )
-    piece = layout.decode(obs)
+    piece = obs_layout.decode(obs)
     n, players = obs.shape[0], rules.num_players
     over = np.flatnonzero(piece["phase"] == Phase.GAME_OVER)
     if over.size:
@@ -164,19 +152,22 @@ def state_from_observations(rules: SkyjoRules, observations: np.ndarray) -> Batc
         raise ObservationMismatchError(f"observation {both[0]}: a slot is both hidden and cleared")
     state = new_batch(rules, n)
     values = np.concatenate([piece["own_values"][:, None], piece["opponent_values"]], axis=1)
-    state.slot_state[:] = np.where(hidden, HIDDEN, np.where(cleared, CLEARED, FACE_UP))
-    state.grid[:] = np.where(state.slot_state == FACE_UP, values, 0).astype(np.int16)
+    state.slot_state[:] = np.where(
+        hidden, layout.HIDDEN, np.where(cleared, layout.CLEARED, layout.FACE_UP)
+    )
+    state.grid[:] = np.where(state.slot_state == layout.FACE_UP, values, 0).astype(np.int16)
     game = state.game
-    game[:, PHASE] = piece["phase"]
-    game[:, CURRENT] = piece["current_seat"]
-    game[:, HELD] = np.where(piece["has_held_card"], piece["held_card"], 0)
-    game[:, FINISHER] = piece["finisher"]
-    game[:, PREV_FINISHER] = -1
+    game[:, layout.PHASE] = piece["phase"]
+    game[:, layout.CURRENT] = piece["current_seat"]
+    game[:, layout.HELD] = np.where(piece["has_held_card"], piece["held_card"], 0)
+    game[:, layout.FINISHER] = piece["finisher"]
+    game[:, layout.PREV_FINISHER] = -1
     cap = int(ROUND_TURNS_SCALE) * players
-    game[:, TURN] = np.minimum(piece["round_turns"], cap)
+    game[:, layout.TURN] = np.minimum(piece["round_turns"], cap)
     in_setup = piece["phase"] == Phase.INITIAL_REVEAL
-    game[:, REVEALS_DONE] = np.where(in_setup, (state.slot_state == FACE_UP).sum(axis=(1, 2)), 0)
-    state.seat[:, :, TOTAL] = piece["total_scores"]
+    face_up = (state.slot_state == layout.FACE_UP).sum(axis=(1, 2))
+    game[:, layout.REVEALS_DONE] = np.where(in_setup, face_up, 0)
+    state.seat[:, :, layout.TOTAL] = piece["total_scores"]
     for b in range(n):
         _fill_row(state, b, piece, rules)
     return state

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
-from skyjo_env.core.layout import EVENT_GAME_ENDED, EVENT_ROUND_ENDED
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 from skyjo_env.rewards import grid_potential, seat_rewards_into
@@ -61,12 +61,12 @@ class CriticValue:
             raise CriticValueError(
                 f"leaf=critic needs a PPO base agent with a value head; got {type(policy).__name__}"
             )
-        layout = ObservationLayout(rules)
+        obs_layout = ObservationLayout(rules)
         expected = getattr(getattr(policy, "observation_space", None), "shape", None)
-        if expected != (layout.size,):
+        if expected != (obs_layout.size,):
             raise CriticValueError(
                 f"leaf=critic: the policy reads observations of shape {expected}, these rules "
-                f"encode ({layout.size},)"
+                f"encode ({obs_layout.size},)"
             )
         weight = float(shaping_weight)
         if not np.isfinite(weight) or weight < 0:
@@ -77,7 +77,7 @@ class CriticValue:
         self.policy = policy
         self.rules = rules
         self.shaping_weight = weight
-        self._layout = layout
+        self._layout = obs_layout
         self._encoder = ObservationEncoder(rules)
 
     def values_of_observations(self, observations: np.ndarray) -> np.ndarray:
@@ -118,9 +118,9 @@ class CriticValue:
         out = np.zeros(self.rules.num_players, np.float64)
         rewards = np.zeros(rows.size, np.float64)
         for i, b in enumerate(rows):
-            event = EVENT_ROUND_ENDED
+            event = layout.EVENT_ROUND_ENDED
             if state.phase[b] == Phase.GAME_OVER:
-                event |= EVENT_GAME_ENDED
+                event |= layout.EVENT_GAME_ENDED
             seat_rewards_into(event, state.seat, int(b), True, out)
             rewards[i] = out[0]
         return rewards

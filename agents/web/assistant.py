@@ -16,23 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from skyjo_env.core import Phase, SkyjoRules
+from skyjo_env.core import Phase, SkyjoRules, layout
 from skyjo_env.core.engine import BatchState, new_batch
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
-    PREV_FINISHER,
-    REVEALS_DONE,
-    TOTAL,
-    TURN,
-)
 
 #: The decisions the assistant answers (the search does not decide initial reveals).
 TABLE_PHASES = {
@@ -69,11 +54,11 @@ def _parse_grid(cells: list[Any], seat: int, rules: SkyjoRules) -> tuple[np.ndar
     deck_values = set(rules.card_values.tolist())
     for slot, cell in enumerate(cells):
         if cell == HIDDEN_MARK:
-            states[slot] = HIDDEN
+            states[slot] = layout.HIDDEN
         elif cell == CLEARED_MARK:
-            states[slot] = CLEARED
+            states[slot] = layout.CLEARED
         elif isinstance(cell, int) and not isinstance(cell, bool) and cell in deck_values:
-            states[slot], values[slot] = FACE_UP, cell
+            states[slot], values[slot] = layout.FACE_UP, cell
         else:
             raise TableError(f"{name}[{slot}]", f"{cell!r} is not a card of the deck "
                              f"({min(deck_values)}..{max(deck_values)}), "
@@ -84,7 +69,7 @@ def _parse_grid(cells: list[Any], seat: int, rules: SkyjoRules) -> tuple[np.ndar
 
 def _check_cleared(states: np.ndarray, values: np.ndarray, seat: int, rules: SkyjoRules) -> None:
     """Cleared slots come in whole eliminated lines (columns, or rows where allowed)."""
-    grid = states.reshape(rules.rows, rules.cols) == CLEARED
+    grid = states.reshape(rules.rows, rules.cols) == layout.CLEARED
     if not grid.any():
         return
     lines = np.zeros_like(grid)
@@ -147,7 +132,7 @@ def table_state(rules: SkyjoRules, table: Any) -> BatchState:
         if total >= rules.target_score:
             raise TableError(f"scores[{index}]", f"{total} reaches target_score "
                              f"{rules.target_score}: the game would be over")
-    seen = values[states == FACE_UP].tolist() + [table.discard_top, *table.discard_below]
+    seen = values[states == layout.FACE_UP].tolist() + [table.discard_top, *table.discard_below]
     if held is not None:
         seen.append(held)
     _check_counts(seen, rules)
@@ -156,18 +141,18 @@ def table_state(rules: SkyjoRules, table: Any) -> BatchState:
 
 def _check_reveals(states: np.ndarray, rules: SkyjoRules) -> None:
     for seat in range(states.shape[0]):
-        if int((states[seat] != HIDDEN).sum()) < rules.initial_reveals:
+        if int((states[seat] != layout.HIDDEN).sum()) < rules.initial_reveals:
             raise TableError(_grid_field(seat),
                              f"fewer than {rules.initial_reveals} cards face up: every player "
                              f"turns up {rules.initial_reveals} before the first turn, and cards "
                              "never go face down again")
-    if not (states[0] == HIDDEN).any():
+    if not (states[0] == layout.HIDDEN).any():
         raise TableError("my_grid", "has no face-down card: you would have ended the round "
                          "when you turned up your last one")
 
 
 def _check_finisher(states: np.ndarray, finisher: int | None, players: int) -> None:
-    done = [seat for seat in range(1, players) if not (states[seat] == HIDDEN).any()]
+    done = [seat for seat in range(1, players) if not (states[seat] == layout.HIDDEN).any()]
     if finisher is None:
         if done:
             raise TableError("finisher", f"others[{done[0] - 1}] has no face-down card, so "
@@ -176,7 +161,7 @@ def _check_finisher(states: np.ndarray, finisher: int | None, players: int) -> N
     if not 1 <= finisher < players:
         raise TableError("finisher", f"must be a seat of another player, 1..{players - 1} "
                          f"(others[0] is seat 1), got {finisher}")
-    if (states[finisher] == HIDDEN).any():
+    if (states[finisher] == layout.HIDDEN).any():
         raise TableError("finisher", f"seat {finisher} (others[{finisher - 1}]) still has "
                          "face-down cards, so it has not gone out")
 
@@ -195,14 +180,14 @@ def _check_counts(seen: list[int], rules: SkyjoRules) -> None:
 
 def _build(rules: SkyjoRules, states: np.ndarray, values: np.ndarray, phase: Phase,
            held: int | None, table: Any, scores: list[int]) -> BatchState:
-    visible = Counter(values[states == FACE_UP].tolist())
+    visible = Counter(values[states == layout.FACE_UP].tolist())
     visible.update([int(table.discard_top), *map(int, table.discard_below)])
     if held is not None:
         visible[held] += 1
     pool = []
     for value, count in rules.deck:
         pool.extend([value] * (count - visible[value]))
-    hidden = states == HIDDEN
+    hidden = states == layout.HIDDEN
     need = int(hidden.sum())
     draw_size = len(pool) - need
     if draw_size < 1:
@@ -219,19 +204,19 @@ def _build(rules: SkyjoRules, states: np.ndarray, values: np.ndarray, phase: Pha
     state.discard_pile[0, : len(discard)] = discard
     state.draw_pile[0, :draw_size] = pool[need:]
     game = state.game[0]
-    game[PHASE] = phase
-    game[CURRENT] = 0
-    game[HELD] = held if held is not None else 0
-    game[FINISHER] = -1 if table.finisher is None else table.finisher
-    game[PREV_FINISHER] = -1
-    game[REVEALS_DONE] = rules.num_players * rules.initial_reveals
-    game[DRAW_SIZE] = draw_size
-    game[DISCARD_SIZE] = len(discard)
+    game[layout.PHASE] = phase
+    game[layout.CURRENT] = 0
+    game[layout.HELD] = held if held is not None else 0
+    game[layout.FINISHER] = -1 if table.finisher is None else table.finisher
+    game[layout.PREV_FINISHER] = -1
+    game[layout.REVEALS_DONE] = rules.num_players * rules.initial_reveals
+    game[layout.DRAW_SIZE] = draw_size
+    game[layout.DISCARD_SIZE] = len(discard)
     turns = table.round_turns
     if turns is None:  # about one card turned up or swapped in per turn
-        turns = int(max(0, (states != HIDDEN).sum() - rules.num_players * rules.initial_reveals))
-    game[TURN] = turns
-    state.seat[0, :, TOTAL] = scores
+        turns = int(max(0, (states != layout.HIDDEN).sum() - rules.num_players * rules.initial_reveals))
+    game[layout.TURN] = turns
+    state.seat[0, :, layout.TOTAL] = scores
     return state
 
 

@@ -32,6 +32,7 @@ from skyjo_env.core import (
     Phase,
     SkyjoRules,
     decode_action,
+    layout,
     legal_action_mask,
     new_batch,
     reset,
@@ -39,17 +40,6 @@ from skyjo_env.core import (
     winners,
 )
 from skyjo_env.core.engine import BatchState, illegal_action_reason
-from skyjo_env.core.layout import (
-    CLEARED,
-    EVENT_ROUND_ENDED,
-    FACE_UP,
-    HIDDEN,
-    PREV_FINISHER,
-    RAW_SCORE,
-    ROUND_SCORE,
-    TOTAL,
-    TURN,
-)
 from skyjo_env.encoding import ObservationEncoder
 from skyjo_env.protocol import Agent
 
@@ -59,7 +49,7 @@ VIEW_MOVES = 60
 #: Most agent decisions one request may make (a whole official game takes a few hundred).
 MAX_AGENT_DECISIONS = 20_000
 
-_SLOT_STATES = {HIDDEN: "hidden", FACE_UP: "up", CLEARED: "cleared"}
+_SLOT_STATES = {layout.HIDDEN: "hidden", layout.FACE_UP: "up", layout.CLEARED: "cleared"}
 
 
 class GameError(ValueError):
@@ -144,8 +134,8 @@ def describe_move(before: BatchState, after: BatchState, action: int) -> dict[st
         text = f"discarded the drawn {card}"
     if kind in (ActionKind.REVEAL, ActionKind.PLACE) and before.rounds_played[0] == \
             after.rounds_played[0]:
-        cleared = int(((after.slot_state[0, seat] == CLEARED)
-                       & (before.slot_state[0, seat] != CLEARED)).sum())
+        cleared = int(((after.slot_state[0, seat] == layout.CLEARED)
+                       & (before.slot_state[0, seat] != layout.CLEARED)).sum())
         if cleared:
             text += f"; {cleared} cards cleared"
     return {"seat": seat, "action": int(action), "kind": kind.name.lower(), "slot": slot,
@@ -164,20 +154,20 @@ def round_result(state: BatchState, round_number: int, move: int) -> dict[str, A
     grids = []
     for seat in range(rules.num_players):
         grids.append([
-            {"state": _SLOT_STATES[int(s)], "value": int(v) if s != CLEARED else None}
+            {"state": _SLOT_STATES[int(s)], "value": int(v) if s != layout.CLEARED else None}
             for v, s in zip(state.final_grid[0, seat], state.final_slot_state[0, seat],
                             strict=True)
         ])
-    scores = state.seat[0, :, ROUND_SCORE].tolist()
-    raw = state.seat[0, :, RAW_SCORE].tolist()
+    scores = state.seat[0, :, layout.ROUND_SCORE].tolist()
+    raw = state.seat[0, :, layout.RAW_SCORE].tolist()
     return {
         "round": round_number,
         "move": move,
-        "finisher": int(state.game[0, PREV_FINISHER]),
+        "finisher": int(state.game[0, layout.PREV_FINISHER]),
         "raw_scores": raw,
         "scores": scores,
         "penalised": [int(s) != int(r) for s, r in zip(scores, raw, strict=True)],
-        "totals": state.seat[0, :, TOTAL].tolist(),
+        "totals": state.seat[0, :, layout.TOTAL].tolist(),
         "grids": grids,
     }
 
@@ -275,7 +265,7 @@ class GameSession:
         if self.cursor == len(self.moves):  # first time this move is played here
             self.moves.append({"index": self.cursor, "round": rounds_before + 1,
                                **describe_move(before, self.state, int(action))})
-            if events & EVENT_ROUND_ENDED:
+            if events & layout.EVENT_ROUND_ENDED:
                 self.round_results.append(round_result(self.state, rounds_before + 1,
                                                        self.cursor + 1))
         self.cursor += 1
@@ -375,7 +365,7 @@ class GameSession:
             seed=self.seed,
             seats=tuple((seat.name, seat.spec) for seat in self.seats),
             actions=tuple(self.actions),
-            totals=tuple(int(t) for t in state.seat[0, :, TOTAL]) if over else None,
+            totals=tuple(int(t) for t in state.seat[0, :, layout.TOTAL]) if over else None,
             truncated=bool(state.truncated[0]),
             source={"skyjo_web_mode": self.mode, **self.source},
         )
@@ -406,17 +396,17 @@ class GameSession:
             grid = []
             for slot in range(rules.num_slots):
                 slot_state = int(state.slot_state[0, seat, slot])
-                shown = slot_state == FACE_UP or (peek and slot_state == HIDDEN)
+                shown = slot_state == layout.FACE_UP or (peek and slot_state == layout.HIDDEN)
                 grid.append({"slot": slot, "state": _SLOT_STATES[slot_state],
                              "value": int(state.grid[0, seat, slot]) if shown else None})
-            up = state.slot_state[0, seat] == FACE_UP
+            up = state.slot_state[0, seat] == layout.FACE_UP
             info = self.seats[seat]
             seats.append({
                 "seat": seat,
                 "kind": info.kind,
                 "spec": info.spec,
                 "name": info.name,
-                "total": int(state.seat[0, seat, TOTAL]),
+                "total": int(state.seat[0, seat, layout.TOTAL]),
                 "visible_sum": int(state.grid[0, seat][up].sum()),
                 "grid": grid,
                 "last_move": last_move.get(seat),
@@ -448,7 +438,7 @@ class GameSession:
             "discard_size": int(discard.size),
             "draw_size": int(state.draw_pile_of(0).size),
             "round": int(state.rounds_played[0]) + (0 if over else 1),
-            "turn": int(state.game[0, TURN]),
+            "turn": int(state.game[0, layout.TURN]),
             "finisher": int(state.finisher[0]) if state.finisher[0] >= 0 else None,
             "legal": legal,
             "moves": known[-VIEW_MOVES:],

@@ -31,9 +31,8 @@ from agents.registry import AgentSpecError, make_agent
 from agents.search import SearchAgent
 from agents.web.games import action_text, phase_name
 from agents.web.specs import FALLBACK_AGENT, SpecPolicy, default_network
-from skyjo_env.core import Phase, SkyjoRules, decode_action, unseen_counts
+from skyjo_env.core import Phase, SkyjoRules, decode_action, layout, unseen_counts
 from skyjo_env.core.engine import BatchState
-from skyjo_env.core.layout import FACE_UP, HIDDEN
 
 #: Sampled deals per hint when the time cap allows.
 HINT_SAMPLES = 128
@@ -249,11 +248,11 @@ def odds(state: BatchState, seat: int) -> dict[str, Any]:
     slots = []
     for slot in range(rules.num_slots):
         slot_state = int(state.slot_state[0, seat, slot])
-        if slot_state == FACE_UP:
+        if slot_state == layout.FACE_UP:
             card = int(state.grid[0, seat, slot])
             slots.append({"slot": slot, "state": "up", "value": card,
                           "p_draw_beats": below(card)})
-        elif slot_state == HIDDEN:
+        elif slot_state == layout.HIDDEN:
             slots.append({"slot": slot, "state": "hidden", "value": None,
                           "p_draw_beats": p_hidden})
         else:

@@ -21,16 +21,12 @@ not a perfect recall of which cards were reshuffled into the draw pile.
 
 from __future__ import annotations
 
-import contextlib
-
-import numba
 import numpy as np
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState, new_batch
-from skyjo_env.core.jit import jit
-from skyjo_env.core.layout import CURRENT, DISCARD_SIZE, DRAW_SIZE, HELD, HIDDEN, PHASE
+from skyjo_env.core.jit import jit, quiet_overflow
 
 _PLACE_DRAWN = int(Phase.PLACE_DRAWN)
 
@@ -56,8 +52,8 @@ def fill_samples(grid, slot_state, discard_pile, game, seat, final_grid, final_s
     """
     num_players = grid.shape[1]
     num_slots = grid.shape[2]
-    draw_size = game[b, DRAW_SIZE]
-    discard_size = game[b, DISCARD_SIZE]
+    draw_size = game[b, layout.DRAW_SIZE]
+    discard_size = game[b, layout.DISCARD_SIZE]
     n = pool.shape[0]
     cards = np.empty(n, np.int16)
     for k in range(out_game.shape[0]):
@@ -82,11 +78,11 @@ def fill_samples(grid, slot_state, discard_pile, game, seat, final_grid, final_s
         used = 0
         for p in range(num_players):
             for s in range(num_slots):
-                if slot_state[b, p, s] == HIDDEN:
+                if slot_state[b, p, s] == layout.HIDDEN:
                     out_grid[k, p, s] = cards[used]
                     used += 1
         if held_unknown:
-            out_game[k, HELD] = cards[used]
+            out_game[k, layout.HELD] = cards[used]
             used += 1
         for i in range(draw_size):
             out_draw_pile[k, i] = cards[used + i]
@@ -109,7 +105,7 @@ def held_card_is_unknown(state: BatchState, game: int, observer: int) -> bool:
     the discard pile is public, a drawn card is known to the seat that drew it only.
     """
     row = state.game[game]
-    return bool(row[PHASE] == _PLACE_DRAWN and row[CURRENT] != observer)
+    return bool(row[layout.PHASE] == _PLACE_DRAWN and row[layout.CURRENT] != observer)
 
 
 def unseen_pool(state: BatchState, game: int, observer: int) -> np.ndarray:
@@ -132,8 +128,8 @@ def unseen_pool(state: BatchState, game: int, observer: int) -> np.ndarray:
         counts,
     )
     positions = (
-        int(np.count_nonzero(state.slot_state[game] == HIDDEN))
-        + int(state.game[game, DRAW_SIZE])
+        int(np.count_nonzero(state.slot_state[game] == layout.HIDDEN))
+        + int(state.game[game, layout.DRAW_SIZE])
         + held_card_is_unknown(state, game, observer)
     )
     if counts.min() < 0 or int(counts.sum()) != positions:
@@ -153,13 +149,6 @@ def _check_out(state: BatchState, out: BatchState, count: int) -> None:
         raise ValueError(f"out holds {out.batch_size} games but count is {count}")
     if any(np.may_share_memory(a, s) for a, s in zip(out.arrays[:9], state.arrays[:9], strict=True)):
         raise ValueError("out must not share arrays with state (samples would overwrite it)")
-
-
-def _overflow_quiet():
-    # splitmix64 wraps uint64 on purpose; numpy scalars (NUMBA_DISABLE_JIT=1) would warn
-    if numba.config.DISABLE_JIT:
-        return np.errstate(over="ignore")
-    return contextlib.nullcontext()
 
 
 def sample_information_set(
@@ -213,7 +202,7 @@ def sample_information_set(
         _check_out(state, out, count)
     pool = unseen_pool(state, game, observer)
     streams = rng.integers(0, 2**64, size=(2, count), dtype=np.uint64, endpoint=False)
-    with _overflow_quiet():
+    with quiet_overflow():
         fill_samples(
             state.grid,
             state.slot_state,

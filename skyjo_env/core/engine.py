@@ -14,13 +14,11 @@ Typical use::
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import (
     NO_ACTION,
     ActionKind,
@@ -29,43 +27,7 @@ from skyjo_env.core.actions import (
     describe_action,
     num_actions,
 )
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    NUM_GAME_FIELDS,
-    NUM_PARAMS,
-    NUM_SEAT_FIELDS,
-    P_COLS,
-    P_COLUMN_ELIMINATION,
-    P_CONDITION_LT,
-    P_DECK_SIZE,
-    P_FINAL_REVEAL_ELIMINATION,
-    P_FLAT,
-    P_INITIAL_REVEALS,
-    P_MAX_ROUNDS,
-    P_MAX_TURNS,
-    P_MULTIPLIER,
-    P_NEXT_STARTER_PREVIOUS,
-    P_ONLY_IF_POSITIVE,
-    P_PENALTY_MODE,
-    P_PLAYERS,
-    P_RESHUFFLE_ALL,
-    P_REVEAL_RANDOM,
-    P_ROW_ELIMINATION,
-    P_ROWS,
-    P_SLOTS,
-    P_TARGET,
-    PHASE,
-    ROUND,
-    TOTAL,
-    TRUNCATED,
-)
+from skyjo_env.core.jit import JIT_DISABLED, quiet_overflow
 from skyjo_env.core.rules import (
     FINISHER_PENALTY_MODES,
     MAX_ROUNDS,
@@ -78,41 +40,30 @@ class IllegalActionError(ValueError):
     """An action that the legal-action mask forbids; the message says which, where, why."""
 
 
-_JIT_DISABLED = bool(numba.config.DISABLE_JIT)
-
-
-def _overflow_quiet():
-    # splitmix64 relies on wrapping uint64 arithmetic, which numpy scalars (used when
-    # NUMBA_DISABLE_JIT=1 runs the kernels as Python) would report as overflow.
-    if _JIT_DISABLED:
-        return np.errstate(over="ignore")
-    return contextlib.nullcontext()
-
-
 def rules_params(rules: SkyjoRules) -> np.ndarray:
     """The rules as the kernels read them: int64 array of shape (NUM_PARAMS,)."""
-    params = np.zeros(NUM_PARAMS, dtype=np.int64)
-    params[P_PLAYERS] = rules.num_players
-    params[P_ROWS] = rules.rows
-    params[P_COLS] = rules.cols
-    params[P_SLOTS] = rules.num_slots
-    params[P_DECK_SIZE] = rules.deck_size
-    params[P_INITIAL_REVEALS] = rules.initial_reveals
-    params[P_REVEAL_RANDOM] = rules.initial_reveal_mode == "random"
-    params[P_NEXT_STARTER_PREVIOUS] = rules.next_round_starter == "previous_finisher"
-    params[P_COLUMN_ELIMINATION] = rules.column_elimination
-    params[P_ROW_ELIMINATION] = rules.row_elimination
-    params[P_RESHUFFLE_ALL] = rules.empty_draw_pile == "reshuffle_all"
-    params[P_FINAL_REVEAL_ELIMINATION] = rules.final_reveal_elimination
-    params[P_PENALTY_MODE] = FINISHER_PENALTY_MODES.index(rules.finisher_penalty_mode)
-    params[P_MULTIPLIER] = rules.finisher_multiplier
-    params[P_FLAT] = rules.finisher_flat_penalty
-    params[P_CONDITION_LT] = rules.finisher_penalty_condition == "other_lt"
-    params[P_ONLY_IF_POSITIVE] = rules.finisher_penalty_only_if_positive
-    params[P_TARGET] = rules.target_score
+    params = np.zeros(layout.NUM_PARAMS, dtype=np.int64)
+    params[layout.P_PLAYERS] = rules.num_players
+    params[layout.P_ROWS] = rules.rows
+    params[layout.P_COLS] = rules.cols
+    params[layout.P_SLOTS] = rules.num_slots
+    params[layout.P_DECK_SIZE] = rules.deck_size
+    params[layout.P_INITIAL_REVEALS] = rules.initial_reveals
+    params[layout.P_REVEAL_RANDOM] = rules.initial_reveal_mode == "random"
+    params[layout.P_NEXT_STARTER_PREVIOUS] = rules.next_round_starter == "previous_finisher"
+    params[layout.P_COLUMN_ELIMINATION] = rules.column_elimination
+    params[layout.P_ROW_ELIMINATION] = rules.row_elimination
+    params[layout.P_RESHUFFLE_ALL] = rules.empty_draw_pile == "reshuffle_all"
+    params[layout.P_FINAL_REVEAL_ELIMINATION] = rules.final_reveal_elimination
+    params[layout.P_PENALTY_MODE] = FINISHER_PENALTY_MODES.index(rules.finisher_penalty_mode)
+    params[layout.P_MULTIPLIER] = rules.finisher_multiplier
+    params[layout.P_FLAT] = rules.finisher_flat_penalty
+    params[layout.P_CONDITION_LT] = rules.finisher_penalty_condition == "other_lt"
+    params[layout.P_ONLY_IF_POSITIVE] = rules.finisher_penalty_only_if_positive
+    params[layout.P_TARGET] = rules.target_score
     # None still means the hard caps: no rules can make a game or a round endless
-    params[P_MAX_ROUNDS] = rules.max_rounds or MAX_ROUNDS
-    params[P_MAX_TURNS] = rules.max_turns_per_round or MAX_TURNS_PER_ROUND
+    params[layout.P_MAX_ROUNDS] = rules.max_rounds or MAX_ROUNDS
+    params[layout.P_MAX_TURNS] = rules.max_turns_per_round or MAX_TURNS_PER_ROUND
     return params
 
 
@@ -182,42 +133,42 @@ class BatchState:
     @property
     def phase(self) -> np.ndarray:
         """int32 (B,) `Phase` of each game (a view)."""
-        return self.game[:, PHASE]
+        return self.game[:, layout.PHASE]
 
     @property
     def current_player(self) -> np.ndarray:
         """int32 (B,) seat to act in each game (a view)."""
-        return self.game[:, CURRENT]
+        return self.game[:, layout.CURRENT]
 
     @property
     def held_card(self) -> np.ndarray:
         """int32 (B,) held card value; meaningful only in the two PLACE phases."""
-        return self.game[:, HELD]
+        return self.game[:, layout.HELD]
 
     @property
     def finisher(self) -> np.ndarray:
         """int32 (B,) seat that ended the current round, -1 while none."""
-        return self.game[:, FINISHER]
+        return self.game[:, layout.FINISHER]
 
     @property
     def total_scores(self) -> np.ndarray:
         """int32 (B, P) total score of each seat (a view)."""
-        return self.seat[:, :, TOTAL]
+        return self.seat[:, :, layout.TOTAL]
 
     @property
     def rounds_played(self) -> np.ndarray:
         """int32 (B,) number of completed rounds."""
-        return self.game[:, ROUND]
+        return self.game[:, layout.ROUND]
 
     @property
     def game_over(self) -> np.ndarray:
         """bool (B,) which games have ended (normally or truncated)."""
-        return self.game[:, PHASE] == Phase.GAME_OVER
+        return self.game[:, layout.PHASE] == Phase.GAME_OVER
 
     @property
     def truncated(self) -> np.ndarray:
         """bool (B,) which games ended by the turn cap rather than by the score."""
-        return self.game[:, TRUNCATED] != 0
+        return self.game[:, layout.TRUNCATED] != 0
 
     @property
     def all_over(self) -> bool:
@@ -226,11 +177,11 @@ class BatchState:
 
     def draw_pile_of(self, b: int) -> np.ndarray:
         """Game ``b``'s draw pile, bottom to top (int16 view)."""
-        return self.draw_pile[b, : self.game[b, DRAW_SIZE]]
+        return self.draw_pile[b, : self.game[b, layout.DRAW_SIZE]]
 
     def discard_pile_of(self, b: int) -> np.ndarray:
         """Game ``b``'s discard pile, bottom to top (int16 view)."""
-        return self.discard_pile[b, : self.game[b, DISCARD_SIZE]]
+        return self.discard_pile[b, : self.game[b, layout.DISCARD_SIZE]]
 
     def copy(self) -> BatchState:
         """A deep copy (the rules are shared: they are immutable)."""
@@ -247,21 +198,21 @@ def new_batch(rules: SkyjoRules, batch_size: int) -> BatchState:
     if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     players, slots, deck_size = rules.num_players, rules.num_slots, rules.deck_size
-    game = np.zeros((batch_size, NUM_GAME_FIELDS), np.int32)
-    game[:, PHASE] = Phase.GAME_OVER
+    game = np.zeros((batch_size, layout.NUM_GAME_FIELDS), np.int32)
+    game[:, layout.PHASE] = Phase.GAME_OVER
     return BatchState(
         rules=rules,
         params=rules_params(rules),
         deck=rules.deck_array(),
         grid=np.zeros((batch_size, players, slots), np.int16),
-        slot_state=np.full((batch_size, players, slots), CLEARED, np.int8),
+        slot_state=np.full((batch_size, players, slots), layout.CLEARED, np.int8),
         draw_pile=np.zeros((batch_size, deck_size), np.int16),
         discard_pile=np.zeros((batch_size, deck_size), np.int16),
         game=game,
-        seat=np.zeros((batch_size, players, NUM_SEAT_FIELDS), np.int32),
+        seat=np.zeros((batch_size, players, layout.NUM_SEAT_FIELDS), np.int32),
         rng=np.zeros(batch_size, np.uint64),
         final_grid=np.zeros((batch_size, players, slots), np.int16),
-        final_slot_state=np.full((batch_size, players, slots), CLEARED, np.int8),
+        final_slot_state=np.full((batch_size, players, slots), layout.CLEARED, np.int8),
     )
 
 
@@ -316,7 +267,7 @@ def reset(
             np.sort(stacked), state.deck
         ):
             raise ValueError("stacked_deck must be a permutation of the rules' deck")
-    with _overflow_quiet():
+    with quiet_overflow():
         kernels.start_games(*state.arrays, which.astype(np.int64), streams, stacked)
 
 
@@ -356,10 +307,10 @@ def step(state: BatchState, actions, events: np.ndarray | None = None) -> np.nda
         actions = _as_action_array(actions, state.batch_size)
     if events is None:
         events = np.empty(state.batch_size, np.int32)
-    if _JIT_DISABLED:
-        with _overflow_quiet():
+    if JIT_DISABLED:
+        with quiet_overflow():
             bad = kernels.step_batch(*state.arrays, actions, events)
-    else:
+    else:  # the hot path: no context manager to enter
         bad = kernels.step_batch(*state.arrays, actions, events)
     if bad >= 0:
         raise IllegalActionError(illegal_action_message(state, bad, int(actions[bad])))
@@ -390,7 +341,7 @@ def illegal_action_reason(state: BatchState, b: int, action: int) -> str:
     rules = state.rules
     if not 0 <= action < state.num_actions:
         return f"action ids run from 0 to {state.num_actions - 1} (-1 leaves a game untouched)"
-    phase = Phase(int(state.game[b, PHASE]))
+    phase = Phase(int(state.game[b, layout.PHASE]))
     kind, slot = decode_action(action, rules.num_slots)
     if phase == Phase.GAME_OVER:
         return "the game is over; reset it to play again"
@@ -400,15 +351,15 @@ def illegal_action_reason(state: BatchState, b: int, action: int) -> str:
             return "a card taken from the discard pile must be placed in the grid, not put back"
         names = " or ".join(k.name for k in allowed)
         return f"this phase needs {names}"
-    seat = int(state.game[b, CURRENT])
+    seat = int(state.game[b, layout.CURRENT])
     if slot is not None:
         slot_state = int(state.slot_state[b, seat, slot])
-        if kind == ActionKind.REVEAL and slot_state != HIDDEN:
-            what = "face up" if slot_state == FACE_UP else "cleared"
+        if kind == ActionKind.REVEAL and slot_state != layout.HIDDEN:
+            what = "face up" if slot_state == layout.FACE_UP else "cleared"
             return f"slot {slot} is {what}; only a face-down card can be revealed"
-        if kind == ActionKind.PLACE and slot_state == CLEARED:
+        if kind == ActionKind.PLACE and slot_state == layout.CLEARED:
             return f"slot {slot} is cleared (its line was eliminated)"
-    if kind == ActionKind.TAKE_DISCARD and state.game[b, DISCARD_SIZE] == 0:
+    if kind == ActionKind.TAKE_DISCARD and state.game[b, layout.DISCARD_SIZE] == 0:
         return "the discard pile is empty"
     return "the legal-action mask forbids it"
 
@@ -416,12 +367,12 @@ def illegal_action_reason(state: BatchState, b: int, action: int) -> str:
 def illegal_action_message(state: BatchState, b: int, action: int) -> str:
     """Full error text for an illegal ``action`` in game ``b``."""
     rules = state.rules
-    phase = Phase(int(state.game[b, PHASE]))
+    phase = Phase(int(state.game[b, layout.PHASE]))
     if 0 <= action < state.num_actions:
         name = describe_action(action, rules.num_slots, rules.cols)
     else:
         name = f"action {action}"
-    where = f"game {b}, seat {int(state.game[b, CURRENT])}, phase {phase.name}"
+    where = f"game {b}, seat {int(state.game[b, layout.CURRENT])}, phase {phase.name}"
     return f"illegal action {name} ({where}): {illegal_action_reason(state, b, action)}"
 
 
@@ -457,7 +408,7 @@ def unseen_counts(state: BatchState, seat: int | np.ndarray) -> np.ndarray:
 
 def winners(state: BatchState, b: int) -> list[int]:
     """Seats with the lowest total in game ``b`` (several on a shared win)."""
-    totals = state.seat[b, :, TOTAL]
+    totals = state.seat[b, :, layout.TOTAL]
     return [int(p) for p in np.flatnonzero(totals == totals.min())]
 
 

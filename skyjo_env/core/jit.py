@@ -13,7 +13,8 @@ read from ``numba.config.CACHE_DIR`` when a cached function is created), set onl
 `jit` creates the function, so other numba users in the process are unaffected. It lies
 under ``NUMBA_CACHE_DIR`` when that is set, else in ``skyjo_env/__pycache__``; only the
 `KEEP_CACHE_DIRS` most recently used digest directories are kept. With
-``NUMBA_DISABLE_JIT=1`` the decorated functions stay plain Python.
+``NUMBA_DISABLE_JIT=1`` the decorated functions stay plain Python (`JIT_DISABLED`); code
+that calls them where uint64 arithmetic wraps on purpose does so inside `quiet_overflow`.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numba
+import numpy as np
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+#: True under ``NUMBA_DISABLE_JIT=1``: `jit` then returns the plain Python function (numba
+#: reads the setting once, at import).
+JIT_DISABLED = bool(numba.config.DISABLE_JIT)
 #: Digest directories kept beside the current one (older ones are deleted at import).
 KEEP_CACHE_DIRS = 4
 CACHE_DIR_PREFIX = "skyjo_env-numba-"
@@ -115,3 +120,16 @@ def jit(function: Callable) -> Callable:
         return numba.njit(cache=False, nogil=True)(function)
     with _numba_cache_dir(CACHE_DIR):
         return numba.njit(cache=True, nogil=True)(function)
+
+
+def quiet_overflow() -> contextlib.AbstractContextManager:
+    """The context to call compiled code in where uint64 arithmetic wraps on purpose.
+
+    The kernels' random streams (splitmix64) rely on wrapping uint64 arithmetic. Compiled,
+    it wraps silently; run as Python (``NUMBA_DISABLE_JIT=1``) it runs on numpy scalars,
+    which report the wrap as an overflow. So this is ``np.errstate(over="ignore")`` when
+    the JIT is disabled, and a null context (nothing to pay) otherwise.
+    """
+    if JIT_DISABLED:
+        return np.errstate(over="ignore")
+    return contextlib.nullcontext()

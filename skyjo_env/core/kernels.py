@@ -22,59 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.jit import jit
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DECISIONS,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    EVENT_TRUNCATED,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    LINES_ELIMINATED,
-    P_COLS,
-    P_COLUMN_ELIMINATION,
-    P_CONDITION_LT,
-    P_DECK_SIZE,
-    P_FINAL_REVEAL_ELIMINATION,
-    P_FLAT,
-    P_INITIAL_REVEALS,
-    P_MAX_ROUNDS,
-    P_MAX_TURNS,
-    P_MULTIPLIER,
-    P_NEXT_STARTER_PREVIOUS,
-    P_ONLY_IF_POSITIVE,
-    P_PENALTY_MODE,
-    P_PLAYERS,
-    P_RESHUFFLE_ALL,
-    P_REVEAL_RANDOM,
-    P_ROW_ELIMINATION,
-    P_ROWS,
-    P_SLOTS,
-    P_TARGET,
-    PENALTY_FLAT,
-    PENALTY_FLAT_THEN_MULTIPLIER,
-    PENALTY_MULTIPLIER,
-    PENALTY_MULTIPLIER_THEN_FLAT,
-    PHASE,
-    PREV_FINISHER,
-    RAW_SCORE,
-    REVEALS_DONE,
-    ROUND,
-    ROUND_SCORE,
-    ROUNDS_FINISHED,
-    STARTER,
-    TIMES_PENALISED,
-    TOTAL,
-    TRUNCATED,
-    TURN,
-)
 
 INITIAL_REVEAL = int(Phase.INITIAL_REVEAL)
 CHOOSE_SOURCE = int(Phase.CHOOSE_SOURCE)
@@ -130,21 +80,21 @@ def legal_mask_into(b, slot_state, game, params, out):
     The single source of legality: every interface derives its mask and its illegal-action
     errors from this function.
     """
-    num_slots = params[P_SLOTS]
+    num_slots = params[layout.P_SLOTS]
     out[:] = False
-    phase = game[b, PHASE]
-    seat = game[b, CURRENT]
+    phase = game[b, layout.PHASE]
+    seat = game[b, layout.CURRENT]
     if phase == INITIAL_REVEAL or phase == REVEAL_AFTER_DISCARD:
         for s in range(num_slots):
-            out[s] = slot_state[b, seat, s] == HIDDEN
+            out[s] = slot_state[b, seat, s] == layout.HIDDEN
     elif phase == CHOOSE_SOURCE:
         # The config check (deck >= players * slots + 2) keeps two cards in the piles
         # whenever no card is held, so a draw always succeeds after a reshuffle.
         out[num_slots] = True
-        out[num_slots + 1] = game[b, DISCARD_SIZE] > 0
+        out[num_slots + 1] = game[b, layout.DISCARD_SIZE] > 0
     elif phase == PLACE_DRAWN or phase == PLACE_DISCARD:
         for s in range(num_slots):
-            out[num_slots + 2 + s] = slot_state[b, seat, s] != CLEARED
+            out[num_slots + 2 + s] = slot_state[b, seat, s] != layout.CLEARED
         out[2 * num_slots + 2] = phase == PLACE_DRAWN
 
 
@@ -161,8 +111,8 @@ def legal_masks(slot_state, game, params, out):
 @jit
 def push_discard(discard_pile, game, b, value):
     """Put a card face up on top of game ``b``'s discard pile."""
-    discard_pile[b, game[b, DISCARD_SIZE]] = value
-    game[b, DISCARD_SIZE] += 1
+    discard_pile[b, game[b, layout.DISCARD_SIZE]] = value
+    game[b, layout.DISCARD_SIZE] += 1
 
 
 @jit
@@ -171,7 +121,7 @@ def line_matches(grid, slot_state, b, p, first, step, length):
     value = grid[b, p, first]
     for k in range(length):
         s = first + k * step
-        if slot_state[b, p, s] != FACE_UP or grid[b, p, s] != value:
+        if slot_state[b, p, s] != layout.FACE_UP or grid[b, p, s] != value:
             return False
     return True
 
@@ -185,17 +135,17 @@ def eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, p):
     (left to right, each top to bottom), then rows (top to bottom, each left to right),
     so the discard top ends up being the eliminated value. Returns the number of lines.
     """
-    rows = params[P_ROWS]
-    cols = params[P_COLS]
+    rows = params[layout.P_ROWS]
+    cols = params[layout.P_COLS]
     column_hits = np.uint64(0)
     row_hits = np.uint64(0)
     lines = 0
-    if params[P_COLUMN_ELIMINATION] != 0 and rows >= 2:
+    if params[layout.P_COLUMN_ELIMINATION] != 0 and rows >= 2:
         for c in range(cols):
             if line_matches(grid, slot_state, b, p, c, cols, rows):
                 column_hits |= np.uint64(1) << np.uint64(c)
                 lines += 1
-    if params[P_ROW_ELIMINATION] != 0 and cols >= 2:
+    if params[layout.P_ROW_ELIMINATION] != 0 and cols >= 2:
         for r in range(rows):
             if line_matches(grid, slot_state, b, p, r * cols, 1, cols):
                 row_hits |= np.uint64(1) << np.uint64(r)
@@ -207,15 +157,15 @@ def eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, p):
             for r in range(rows):
                 s = r * cols + c
                 push_discard(discard_pile, game, b, grid[b, p, s])
-                slot_state[b, p, s] = CLEARED
+                slot_state[b, p, s] = layout.CLEARED
     for r in range(rows):
         if (row_hits >> np.uint64(r)) & np.uint64(1):
             for c in range(cols):
                 s = r * cols + c
-                if slot_state[b, p, s] != CLEARED:
+                if slot_state[b, p, s] != layout.CLEARED:
                     push_discard(discard_pile, game, b, grid[b, p, s])
-                    slot_state[b, p, s] = CLEARED
-    seat[b, p, LINES_ELIMINATED] += lines
+                    slot_state[b, p, s] = layout.CLEARED
+    seat[b, p, layout.LINES_ELIMINATED] += lines
     return lines
 
 
@@ -224,7 +174,7 @@ def count_hidden(slot_state, b, p):
     """Number of face-down slots in seat ``p``'s grid."""
     n = 0
     for s in range(slot_state.shape[2]):
-        if slot_state[b, p, s] == HIDDEN:
+        if slot_state[b, p, s] == layout.HIDDEN:
             n += 1
     return n
 
@@ -234,7 +184,7 @@ def grid_score(grid, slot_state, b, p):
     """Sum of the cards still in seat ``p``'s grid (cleared slots count 0)."""
     total = 0
     for s in range(grid.shape[2]):
-        if slot_state[b, p, s] != CLEARED:
+        if slot_state[b, p, s] != layout.CLEARED:
             total += grid[b, p, s]
     return total
 
@@ -245,16 +195,16 @@ def grid_score(grid, slot_state, b, p):
 @jit
 def penalised_score(score, params):
     """A penalised finisher's score under the rules' penalty mode (RULES.md §11)."""
-    mode = params[P_PENALTY_MODE]
-    m = params[P_MULTIPLIER]
-    f = params[P_FLAT]
-    if mode == PENALTY_MULTIPLIER:
+    mode = params[layout.P_PENALTY_MODE]
+    m = params[layout.P_MULTIPLIER]
+    f = params[layout.P_FLAT]
+    if mode == layout.PENALTY_MULTIPLIER:
         return score * m
-    if mode == PENALTY_FLAT:
+    if mode == layout.PENALTY_FLAT:
         return score + f
-    if mode == PENALTY_FLAT_THEN_MULTIPLIER:
+    if mode == layout.PENALTY_FLAT_THEN_MULTIPLIER:
         return (score + f) * m
-    if mode == PENALTY_MULTIPLIER_THEN_FLAT:
+    if mode == layout.PENALTY_MULTIPLIER_THEN_FLAT:
         return score * m + f
     return score
 
@@ -273,14 +223,14 @@ def apply_finisher_penalty(raw, finisher, params):
     for p in range(raw.shape[0]):
         if p == finisher:
             continue
-        if params[P_CONDITION_LT] != 0:
+        if params[layout.P_CONDITION_LT] != 0:
             if raw[p] < s:
                 someone_as_good = True
         elif raw[p] <= s:
             someone_as_good = True
     if not someone_as_good:
         return scores, False
-    if params[P_ONLY_IF_POSITIVE] != 0 and s <= 0:
+    if params[layout.P_ONLY_IF_POSITIVE] != 0 and s <= 0:
         return scores, False
     scores[finisher] = penalised_score(s, params)
     return scores, scores[finisher] != s
@@ -293,13 +243,13 @@ def apply_finisher_penalty(raw, finisher, params):
 def choose_starter_by_reveals(grid, slot_state, rng, params, b):
     """Round-1 rule: highest face-up sum, then highest single face-up card, then a
     seeded random choice among the still tied (all tied when nothing is face up)."""
-    num_players = params[P_PLAYERS]
-    num_slots = params[P_SLOTS]
+    num_players = params[layout.P_PLAYERS]
+    num_slots = params[layout.P_SLOTS]
     sums = np.zeros(num_players, np.int64)
     highs = np.full(num_players, -(1 << 40), np.int64)
     for p in range(num_players):
         for s in range(num_slots):
-            if slot_state[b, p, s] == FACE_UP:
+            if slot_state[b, p, s] == layout.FACE_UP:
                 sums[p] += grid[b, p, s]
                 if grid[b, p, s] > highs[p]:
                     highs[p] = grid[b, p, s]
@@ -332,7 +282,7 @@ def finish_setup(grid, slot_state, discard_pile, game, seat, rng, params, b):
     setup (§3.5) ends before the starter is chosen (§3.6), and an eliminated card is no
     longer face up, so eliminated cards do not count towards the starter's sum.
     """
-    for p in range(params[P_PLAYERS]):
+    for p in range(params[layout.P_PLAYERS]):
         eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, p)
     begin_turns(grid, slot_state, game, rng, params, b)
 
@@ -340,14 +290,14 @@ def finish_setup(grid, slot_state, discard_pile, game, seat, rng, params, b):
 @jit
 def begin_turns(grid, slot_state, game, rng, params, b):
     """After the setup: pick the starter and hand them the first turn."""
-    previous = game[b, PREV_FINISHER]
-    if game[b, ROUND] > 0 and params[P_NEXT_STARTER_PREVIOUS] != 0 and previous >= 0:
+    previous = game[b, layout.PREV_FINISHER]
+    if game[b, layout.ROUND] > 0 and params[layout.P_NEXT_STARTER_PREVIOUS] != 0 and previous >= 0:
         starter = previous
     else:
         starter = choose_starter_by_reveals(grid, slot_state, rng, params, b)
-    game[b, STARTER] = starter
-    game[b, CURRENT] = starter
-    game[b, PHASE] = CHOOSE_SOURCE
+    game[b, layout.STARTER] = starter
+    game[b, layout.CURRENT] = starter
+    game[b, layout.PHASE] = CHOOSE_SOURCE
 
 
 @jit
@@ -358,9 +308,9 @@ def deal_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng, param
     ``stacked`` (int16, shape (D,) or (0,)): when non-empty, the deck in dealing order
     (first element dealt first) is used instead of a shuffle, for known-answer tests.
     """
-    num_players = params[P_PLAYERS]
-    num_slots = params[P_SLOTS]
-    size = params[P_DECK_SIZE]
+    num_players = params[layout.P_PLAYERS]
+    num_slots = params[layout.P_SLOTS]
+    size = params[layout.P_DECK_SIZE]
     if stacked.shape[0] > 0:
         # dealing pops from the end, so store the stacked order reversed
         for i in range(size):
@@ -373,19 +323,19 @@ def deal_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng, param
         for s in range(num_slots):
             size -= 1
             grid[b, p, s] = draw_pile[b, size]
-            slot_state[b, p, s] = HIDDEN
+            slot_state[b, p, s] = layout.HIDDEN
     size -= 1
     discard_pile[b, 0] = draw_pile[b, size]
-    game[b, DISCARD_SIZE] = 1
-    game[b, DRAW_SIZE] = size
-    game[b, FINISHER] = -1
-    game[b, TURN] = 0
-    game[b, REVEALS_DONE] = 0
-    game[b, HELD] = 0
-    reveals = params[P_INITIAL_REVEALS]
-    if reveals > 0 and params[P_REVEAL_RANDOM] == 0:
-        game[b, PHASE] = INITIAL_REVEAL
-        game[b, CURRENT] = 0
+    game[b, layout.DISCARD_SIZE] = 1
+    game[b, layout.DRAW_SIZE] = size
+    game[b, layout.FINISHER] = -1
+    game[b, layout.TURN] = 0
+    game[b, layout.REVEALS_DONE] = 0
+    game[b, layout.HELD] = 0
+    reveals = params[layout.P_INITIAL_REVEALS]
+    if reveals > 0 and params[layout.P_REVEAL_RANDOM] == 0:
+        game[b, layout.PHASE] = INITIAL_REVEAL
+        game[b, layout.CURRENT] = 0
         return
     if reveals > 0:
         for p in range(num_players):
@@ -396,7 +346,7 @@ def deal_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng, param
                 tmp = order[k]
                 order[k] = order[j]
                 order[j] = tmp
-                slot_state[b, p, order[k]] = FACE_UP
+                slot_state[b, p, order[k]] = layout.FACE_UP
     finish_setup(grid, slot_state, discard_pile, game, seat, rng, params, b)
 
 
@@ -406,10 +356,10 @@ def start_game(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final
     """Reset game ``b`` to the start of a new game whose chance comes from ``seed``."""
     rng[b] = seed
     game[b, :] = 0
-    game[b, PREV_FINISHER] = -1
+    game[b, layout.PREV_FINISHER] = -1
     seat[b, :, :] = 0
     final_grid[b, :, :] = 0
-    final_state[b, :, :] = CLEARED
+    final_state[b, :, :] = layout.CLEARED
     deal_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng, params, deck, b,
                stacked)
 
@@ -424,61 +374,61 @@ def end_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_
 
     Returns the event bits (round ended, and game ended if it did).
     """
-    num_players = params[P_PLAYERS]
+    num_players = params[layout.P_PLAYERS]
     for p in range(num_players):
-        for s in range(params[P_SLOTS]):
-            if slot_state[b, p, s] == HIDDEN:
-                slot_state[b, p, s] = FACE_UP
-        if params[P_FINAL_REVEAL_ELIMINATION] != 0:
+        for s in range(params[layout.P_SLOTS]):
+            if slot_state[b, p, s] == layout.HIDDEN:
+                slot_state[b, p, s] = layout.FACE_UP
+        if params[layout.P_FINAL_REVEAL_ELIMINATION] != 0:
             eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, p)
     raw = np.zeros(num_players, np.int64)
     for p in range(num_players):
         raw[p] = grid_score(grid, slot_state, b, p)
-    finisher = game[b, FINISHER]
+    finisher = game[b, layout.FINISHER]
     scores, penalised = apply_finisher_penalty(raw, finisher, params)
     game_over = False
     for p in range(num_players):
-        seat[b, p, RAW_SCORE] = raw[p]
-        seat[b, p, ROUND_SCORE] = scores[p]
-        seat[b, p, TOTAL] += scores[p]
-        if seat[b, p, TOTAL] >= params[P_TARGET]:
+        seat[b, p, layout.RAW_SCORE] = raw[p]
+        seat[b, p, layout.ROUND_SCORE] = scores[p]
+        seat[b, p, layout.TOTAL] += scores[p]
+        if seat[b, p, layout.TOTAL] >= params[layout.P_TARGET]:
             game_over = True
     if finisher >= 0:
-        seat[b, finisher, ROUNDS_FINISHED] += 1
+        seat[b, finisher, layout.ROUNDS_FINISHED] += 1
         if penalised:
-            seat[b, finisher, TIMES_PENALISED] += 1
+            seat[b, finisher, layout.TIMES_PENALISED] += 1
     final_grid[b] = grid[b]
     final_state[b] = slot_state[b]
-    game[b, ROUND] += 1
-    game[b, PREV_FINISHER] = finisher
-    if params[P_MAX_ROUNDS] > 0 and game[b, ROUND] >= params[P_MAX_ROUNDS]:
+    game[b, layout.ROUND] += 1
+    game[b, layout.PREV_FINISHER] = finisher
+    if params[layout.P_MAX_ROUNDS] > 0 and game[b, layout.ROUND] >= params[layout.P_MAX_ROUNDS]:
         game_over = True
     if game_over:
-        game[b, PHASE] = GAME_OVER
-        return EVENT_ROUND_ENDED | EVENT_GAME_ENDED
+        game[b, layout.PHASE] = GAME_OVER
+        return layout.EVENT_ROUND_ENDED | layout.EVENT_GAME_ENDED
     deal_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng, params, deck, b,
                deck[:0])
-    return EVENT_ROUND_ENDED
+    return layout.EVENT_ROUND_ENDED
 
 
 @jit
 def end_turn(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_grid,
              final_state, params, deck, b):
     """Finishing check, then pass the turn (or end the round / truncate). Returns events."""
-    actor = game[b, CURRENT]
-    if game[b, FINISHER] < 0 and count_hidden(slot_state, b, actor) == 0:
-        game[b, FINISHER] = actor
-    game[b, TURN] += 1
-    game[b, PHASE] = CHOOSE_SOURCE
-    following = (actor + 1) % params[P_PLAYERS]
-    if game[b, FINISHER] >= 0 and following == game[b, FINISHER]:
+    actor = game[b, layout.CURRENT]
+    if game[b, layout.FINISHER] < 0 and count_hidden(slot_state, b, actor) == 0:
+        game[b, layout.FINISHER] = actor
+    game[b, layout.TURN] += 1
+    game[b, layout.PHASE] = CHOOSE_SOURCE
+    following = (actor + 1) % params[layout.P_PLAYERS]
+    if game[b, layout.FINISHER] >= 0 and following == game[b, layout.FINISHER]:
         return end_round(grid, slot_state, draw_pile, discard_pile, game, seat, rng,
                          final_grid, final_state, params, deck, b)
-    if params[P_MAX_TURNS] > 0 and game[b, TURN] >= params[P_MAX_TURNS]:
-        game[b, PHASE] = GAME_OVER
-        game[b, TRUNCATED] = 1
-        return EVENT_GAME_ENDED | EVENT_TRUNCATED
-    game[b, CURRENT] = following
+    if params[layout.P_MAX_TURNS] > 0 and game[b, layout.TURN] >= params[layout.P_MAX_TURNS]:
+        game[b, layout.PHASE] = GAME_OVER
+        game[b, layout.TRUNCATED] = 1
+        return layout.EVENT_GAME_ENDED | layout.EVENT_TRUNCATED
+    game[b, layout.CURRENT] = following
     return 0
 
 
@@ -488,30 +438,30 @@ def end_turn(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_g
 @jit
 def refill_draw_pile(draw_pile, discard_pile, game, rng, params, b):
     """The draw pile is empty: turn the discard pile into a new one (RULES.md §6)."""
-    keep_top = params[P_RESHUFFLE_ALL] == 0
-    n = game[b, DISCARD_SIZE] - 1 if keep_top else game[b, DISCARD_SIZE]
+    keep_top = params[layout.P_RESHUFFLE_ALL] == 0
+    n = game[b, layout.DISCARD_SIZE] - 1 if keep_top else game[b, layout.DISCARD_SIZE]
     for i in range(n):
         draw_pile[b, i] = discard_pile[b, i]
     shuffle_prefix(draw_pile, b, n, rng)
     if keep_top:
         discard_pile[b, 0] = discard_pile[b, n]
-        game[b, DISCARD_SIZE] = 1
-        game[b, DRAW_SIZE] = n
+        game[b, layout.DISCARD_SIZE] = 1
+        game[b, layout.DRAW_SIZE] = n
     else:
         # flip a new top from the fresh pile
         discard_pile[b, 0] = draw_pile[b, n - 1]
-        game[b, DISCARD_SIZE] = 1
-        game[b, DRAW_SIZE] = n - 1
+        game[b, layout.DISCARD_SIZE] = 1
+        game[b, layout.DRAW_SIZE] = n - 1
 
 
 @jit
 def place_held(grid, slot_state, discard_pile, game, seat, params, b, slot):
     """Swap the held card into ``slot``; the replaced card goes face up on the pile."""
-    actor = game[b, CURRENT]
+    actor = game[b, layout.CURRENT]
     push_discard(discard_pile, game, b, grid[b, actor, slot])
-    grid[b, actor, slot] = game[b, HELD]
-    slot_state[b, actor, slot] = FACE_UP
-    game[b, HELD] = 0
+    grid[b, actor, slot] = game[b, layout.HELD]
+    slot_state[b, actor, slot] = layout.FACE_UP
+    game[b, layout.HELD] = 0
     eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, actor)
 
 
@@ -519,41 +469,41 @@ def place_held(grid, slot_state, discard_pile, game, seat, params, b, slot):
 def apply_action(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_grid,
                  final_state, params, deck, b, action):
     """Apply one legal action to game ``b``; returns the event bits."""
-    num_slots = params[P_SLOTS]
-    phase = game[b, PHASE]
-    actor = game[b, CURRENT]
-    game[b, DECISIONS] += 1
+    num_slots = params[layout.P_SLOTS]
+    phase = game[b, layout.PHASE]
+    actor = game[b, layout.CURRENT]
+    game[b, layout.DECISIONS] += 1
     if phase == INITIAL_REVEAL:
         # no elimination yet: lines are checked once every seat is done (finish_setup)
-        slot_state[b, actor, action] = FACE_UP
-        game[b, REVEALS_DONE] += 1
-        done = game[b, REVEALS_DONE]
-        if done >= params[P_PLAYERS] * params[P_INITIAL_REVEALS]:
+        slot_state[b, actor, action] = layout.FACE_UP
+        game[b, layout.REVEALS_DONE] += 1
+        done = game[b, layout.REVEALS_DONE]
+        if done >= params[layout.P_PLAYERS] * params[layout.P_INITIAL_REVEALS]:
             finish_setup(grid, slot_state, discard_pile, game, seat, rng, params, b)
         else:
-            game[b, CURRENT] = done % params[P_PLAYERS]
+            game[b, layout.CURRENT] = done % params[layout.P_PLAYERS]
         return 0
     if phase == CHOOSE_SOURCE:
         if action == num_slots:
-            if game[b, DRAW_SIZE] == 0:
+            if game[b, layout.DRAW_SIZE] == 0:
                 refill_draw_pile(draw_pile, discard_pile, game, rng, params, b)
-            game[b, DRAW_SIZE] -= 1
-            game[b, HELD] = draw_pile[b, game[b, DRAW_SIZE]]
-            game[b, PHASE] = PLACE_DRAWN
+            game[b, layout.DRAW_SIZE] -= 1
+            game[b, layout.HELD] = draw_pile[b, game[b, layout.DRAW_SIZE]]
+            game[b, layout.PHASE] = PLACE_DRAWN
         else:
-            game[b, DISCARD_SIZE] -= 1
-            game[b, HELD] = discard_pile[b, game[b, DISCARD_SIZE]]
-            game[b, PHASE] = PLACE_DISCARD
+            game[b, layout.DISCARD_SIZE] -= 1
+            game[b, layout.HELD] = discard_pile[b, game[b, layout.DISCARD_SIZE]]
+            game[b, layout.PHASE] = PLACE_DISCARD
         return 0
     if phase == PLACE_DRAWN and action == 2 * num_slots + 2:
-        push_discard(discard_pile, game, b, game[b, HELD])
-        game[b, HELD] = 0
-        game[b, PHASE] = REVEAL_AFTER_DISCARD
+        push_discard(discard_pile, game, b, game[b, layout.HELD])
+        game[b, layout.HELD] = 0
+        game[b, layout.PHASE] = REVEAL_AFTER_DISCARD
         return 0
     if phase == PLACE_DRAWN or phase == PLACE_DISCARD:
         place_held(grid, slot_state, discard_pile, game, seat, params, b, action - num_slots - 2)
     else:  # REVEAL_AFTER_DISCARD
-        slot_state[b, actor, action] = FACE_UP
+        slot_state[b, actor, action] = layout.FACE_UP
         eliminate_lines(grid, slot_state, discard_pile, game, seat, params, b, actor)
     return end_turn(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final_grid,
                     final_state, params, deck, b)
@@ -569,7 +519,7 @@ def step_batch(grid, slot_state, draw_pile, discard_pile, game, seat, rng, final
     Otherwise the actions are applied, ``events`` (int32, shape (B,)) receives each
     game's event bits, and -1 is returned.
     """
-    num_actions = 2 * params[P_SLOTS] + 3
+    num_actions = 2 * params[layout.P_SLOTS] + 3
     mask = np.empty(num_actions, np.bool_)
     for b in range(game.shape[0]):
         action = actions[b]
@@ -619,12 +569,12 @@ def random_legal_play(grid, slot_state, draw_pile, discard_pile, game, seat, rng
     every decision are OR-ed into ``events`` (int32, shape (B,); not cleared first).
     Returns the number of decisions taken.
     """
-    num_actions = 2 * params[P_SLOTS] + 3
+    num_actions = 2 * params[layout.P_SLOTS] + 3
     mask = np.empty(num_actions, np.bool_)
     taken = 0
     for b in range(game.shape[0]):
         for _ in range(decisions):
-            if game[b, PHASE] == GAME_OVER:
+            if game[b, layout.PHASE] == GAME_OVER:
                 seed = next_random(rng, b)
                 start_game(grid, slot_state, draw_pile, discard_pile, game, seat, rng,
                            final_grid, final_state, params, deck, b, seed, deck[:0])
@@ -671,13 +621,13 @@ def unseen_counts_into(b, observer, grid, slot_state, discard_pile, game, card_v
     out[:] = card_counts
     for p in range(grid.shape[1]):
         for s in range(grid.shape[2]):
-            if slot_state[b, p, s] == FACE_UP:
+            if slot_state[b, p, s] == layout.FACE_UP:
                 out[table[grid[b, p, s] - low]] -= 1
-    for i in range(game[b, DISCARD_SIZE]):
+    for i in range(game[b, layout.DISCARD_SIZE]):
         out[table[discard_pile[b, i] - low]] -= 1
-    phase = game[b, PHASE]
-    if phase == PLACE_DISCARD or (phase == PLACE_DRAWN and game[b, CURRENT] == observer):
-        out[table[game[b, HELD] - low]] -= 1
+    phase = game[b, layout.PHASE]
+    if phase == PLACE_DISCARD or (phase == PLACE_DRAWN and game[b, layout.CURRENT] == observer):
+        out[table[game[b, layout.HELD] - low]] -= 1
 
 
 @jit

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from skyjo_env.core.layout import DRAW_SIZE, HIDDEN
+from skyjo_env.core import layout
 
 
 def hide_differently(state, b: int, rng: np.random.Generator) -> None:
     """Shuffle game ``b``'s face-down cards together with its draw pile (public info kept)."""
-    hidden = np.argwhere(state.slot_state[b] == HIDDEN)
-    draw = state.draw_pile[b, : state.game[b, DRAW_SIZE]]
+    hidden = np.argwhere(state.slot_state[b] == layout.HIDDEN)
+    draw = state.draw_pile[b, : state.game[b, layout.DRAW_SIZE]]
     cards = np.concatenate([state.grid[b][tuple(hidden.T)], draw])
     rng.shuffle(cards)
     state.grid[b][tuple(hidden.T)] = cards[: len(hidden)]
-    state.draw_pile[b, : state.game[b, DRAW_SIZE]] = cards[len(hidden):]
+    state.draw_pile[b, : state.game[b, layout.DRAW_SIZE]] = cards[len(hidden):]

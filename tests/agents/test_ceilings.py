@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from agents.baselines.ev import EVAgent, PeekValuesError
-from skyjo_env.core import SkyjoRules, legal_action_mask, new_batch, reset, step
-from skyjo_env.core.layout import HIDDEN
+from skyjo_env.core import SkyjoRules, layout, legal_action_mask, new_batch, reset, step
 from skyjo_env.encoding import ObservationEncoder
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -44,7 +43,7 @@ def _decisions(rules: SkyjoRules, games: int, seed: int):
         masks = legal_action_mask(state)[rows]
         observations = encoder.encode(state, state.current_player)[rows]
         grids = state.grid[rows, seat]
-        face_down = (state.slot_state[rows, seat] == HIDDEN).sum(axis=1)
+        face_down = (state.slot_state[rows, seat] == layout.HIDDEN).sum(axis=1)
         kept.append((observations, masks, grids, face_down))
         actions = np.full(games, -1, np.int64)
         actions[rows] = agent.act(observations, masks)

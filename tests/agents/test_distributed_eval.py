@@ -15,17 +15,19 @@ import pytest
 
 from agents.cli.evaluate import main
 from agents.evaluation.distributed import (
-    TOKEN_AUTH_LOGGER,
-    DistributedSetupError,
     chunk_ranges,
     default_chunk_deals,
     evaluate_agents_distributed,
     play_chunk,
-    quiet_token_auth_notice,
-    ray_session,
 )
 from agents.evaluation.games import AgentActionError, GameRecords, play_deals, play_games
 from agents.evaluation.tournament import evaluate_agents
+from agents.parallel import (
+    TOKEN_AUTH_LOGGER,
+    DistributedSetupError,
+    quiet_token_auth_notice,
+    ray_session,
+)
 from agents.registry import AgentSpecError
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import RandomAgent
@@ -218,17 +220,17 @@ def test_main__agent_error_in_worker_is_one_line(local_ray, capsys):
     assert f"agent 'fragile' (spec '{spec}') failed in act(): RuntimeError: kaboom" in err
 
 
-def test_result__ray_failure_becomes_one_line_run_error():
+def test_task_result__ray_failure_becomes_one_line_run_error():
     import types
 
-    from agents.evaluation.distributed import DistributedRunError, _result
+    from agents.parallel import DistributedRunError, task_result
 
     def crashed(ref):
         raise ray.exceptions.WorkerCrashedError()
 
     fake_ray = types.SimpleNamespace(get=crashed, exceptions=ray.exceptions)
     with pytest.raises(DistributedRunError, match="a Ray task failed: WorkerCrashedError") as error:
-        _result(fake_ray, object())
+        task_result(fake_ray, object())
     assert "\n" not in str(error.value)
 
 
@@ -268,12 +270,14 @@ def test_evaluate_agents_distributed__complete_resume_directory_needs_no_ray(
     local_ray, tmp_path, monkeypatch
 ):
     import agents.evaluation.distributed as distributed
+    import agents.parallel as parallel
 
     specs = ["ev", "greedy"]
     first = evaluate_agents_distributed(specs, SkyjoRules(), 20, 2, chunk_deals=5,
                                         progress=False, resume=tmp_path)
-    monkeypatch.setattr(distributed, "ray_session", None)  # any use of Ray would fail
-    monkeypatch.setattr(distributed, "import_ray", None)
+    for module in (distributed, parallel):  # any use of Ray would fail
+        monkeypatch.setattr(module, "ray_session", None)
+        monkeypatch.setattr(module, "import_ray", None)
     again = evaluate_agents_distributed(specs, SkyjoRules(), 20, 2, chunk_deals=5,
                                         progress=False, resume=tmp_path)
     assert _report(again) == _report(first)
@@ -326,7 +330,7 @@ def test_quiet_token_auth_notice__drops_only_the_enabled_notice_and_only_in_the_
 def test_ray_session__new_local_cluster_keeps_token_auth_without_the_warning(tmp_path):
     # a fresh process and home: Ray must not be running yet, and no token exists
     probe = (
-        "from agents.evaluation.distributed import ray_session\n"
+        "from agents.parallel import ray_session\n"
         "with ray_session(workers=1) as ray:\n"
         "    print('sum', ray.get(ray.remote(lambda: 1 + 1).remote()))\n"
     )

@@ -26,7 +26,7 @@ from agents.training.imitation import (
     run_chunks,
 )
 from agents.training.start import prepare_start
-from skyjo_env.core.layout import TOTAL
+from skyjo_env.core import layout
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationLayout
 from skyjo_env.rewards import grid_potential
@@ -55,7 +55,7 @@ def test_record_games__first_return_is_the_whole_game_reward():
         observations = encoder.encode(state, state.current_player)
         actions[running] = replay_ev.act(observations[running], legal_action_mask(state)[running])
         step(state, actions)
-    totals = state.seat[:, :, TOTAL].astype(np.float64)
+    totals = state.seat[:, :, layout.TOTAL].astype(np.float64)
     assert not state.truncated.any()
     # independent of `seat_rewards_into`: round margins sum to the totals' margin, and the
     # lowest total wins +1 (ties share), the others share -1
@@ -95,11 +95,11 @@ def test_record_games__same_moves_as_collect_demonstrations():
 
 def test_value_targets__subtract_the_shaping_potential():
     played = record_games(RULES, [make_agent("ev", RULES, seed=0)], 2, seed=1)
-    layout = ObservationLayout(RULES)
-    np.testing.assert_array_equal(value_targets(played, layout, 0.0), played.returns)
-    shaped = value_targets(played, layout, 0.5)
+    obs_layout = ObservationLayout(RULES)
+    np.testing.assert_array_equal(value_targets(played, obs_layout, 0.0), played.returns)
+    shaped = value_targets(played, obs_layout, 0.5)
     np.testing.assert_allclose(
-        shaped, played.returns - 0.5 * grid_potential(played.observations, layout)
+        shaped, played.returns - 0.5 * grid_potential(played.observations, obs_layout)
     )
     assert not np.allclose(shaped, played.returns)
 

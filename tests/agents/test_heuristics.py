@@ -16,9 +16,8 @@ from agents.baselines.common import (
     layout_arrays,
 )
 from agents.baselines.heuristics import EVAgent, GreedyAgent
-from skyjo_env.core import SkyjoRules, legal_action_mask, load_rules, new_batch, reset, step
+from skyjo_env.core import SkyjoRules, layout, legal_action_mask, load_rules, new_batch, reset, step
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import DISCARD_SIZE, PHASE
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 from skyjo_env.protocol import RandomAgent
 
@@ -44,7 +43,7 @@ def _play(rules: SkyjoRules, agents, games: int, seed: int, on_decision=None,
                 assert masks[rows, chosen].all(), f"{agent.name} chose an illegal action"
                 actions[rows] = chosen
                 if phases is not None:
-                    phases.update((agent.name, Phase(p)) for p in state.game[rows, PHASE])
+                    phases.update((agent.name, Phase(p)) for p in state.game[rows, layout.PHASE])
         if on_decision is not None:
             on_decision(state, observations, masks)
         step(state, actions)  # raises on any illegal action as well
@@ -105,7 +104,7 @@ def _decision_in_phase(rules: SkyjoRules, phase: Phase, seed: int):
     state = new_batch(rules, 1)
     reset(state, np.random.default_rng(seed))
     encoder, player = ObservationEncoder(rules), EVAgent(rules)
-    while state.game[0, PHASE] != phase:
+    while state.game[0, layout.PHASE] != phase:
         step(state, player.act(encoder.encode(state, state.current_player),
                                legal_action_mask(state)))
     return encoder.encode(state, state.current_player), legal_action_mask(state)
@@ -156,7 +155,8 @@ def test_heuristics__decisions_ignore_hidden_cards():
         other = state.copy()
         for b in range(state.batch_size):
             hide_differently(other, b, rng)
-        assert other.game[:, DISCARD_SIZE].tolist() == state.game[:, DISCARD_SIZE].tolist()
+        discard_sizes = state.game[:, layout.DISCARD_SIZE].tolist()
+        assert other.game[:, layout.DISCARD_SIZE].tolist() == discard_sizes
         changed = (other.grid != state.grid).any() or (other.draw_pile != state.draw_pile).any()
         assert changed, "the shuffle must actually move hidden cards"
         shuffled = encoder.encode(other, other.current_player)

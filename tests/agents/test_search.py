@@ -268,22 +268,23 @@ def test_critic_value__cut_leaves_are_critic_plus_potential(ppo_2p):
 
 def test_critic_value__round_and_game_ends_add_the_realised_reward(ppo_2p):
     from agents.search.values import CriticValue
+    from skyjo_env.core import layout
     from skyjo_env.core.actions import Phase
-    from skyjo_env.core.layout import EVENT_ROUND_ENDED, PHASE, ROUND_SCORE, TOTAL
 
     rules = SkyjoRules()
     encoder = ObservationEncoder(rules)
     value = CriticValue(ppo_2p.policy, rules, shaping_weight=1.0)
     state = new_batch(rules, 1)
     reset(state, np.random.default_rng(3))
-    _play_until(state, ppo_2p, encoder, lambda events: (events & EVENT_ROUND_ENDED).any())
+    _play_until(state, ppo_2p, encoder, lambda events: (events & layout.EVENT_ROUND_ENDED).any())
     assert state.phase[0] == Phase.INITIAL_REVEAL  # the next round is dealt
-    margin = float(state.seat[0, 1, ROUND_SCORE] - state.seat[0, 0, ROUND_SCORE]) / 100
+    round_scores = state.seat[0, :, layout.ROUND_SCORE]
+    margin = float(round_scores[1] - round_scores[0]) / 100
     next_round = value(state, np.zeros(1, bool))[0]  # the critic at the new deal
     np.testing.assert_allclose(value(state, np.ones(1, bool)), [margin + next_round])
     over = state.copy()  # the same round end, made the game's end
-    over.game[0, PHASE] = Phase.GAME_OVER
-    over.seat[0, :, TOTAL] = [40, 100]  # seat 0 wins: +1 on top of the round margin
+    over.game[0, layout.PHASE] = Phase.GAME_OVER
+    over.seat[0, :, layout.TOTAL] = [40, 100]  # seat 0 wins: +1 on top of the round margin
     np.testing.assert_allclose(value(over, np.ones(1, bool)), [margin + 1.0])
 
 
@@ -515,7 +516,7 @@ def test_action_values__refuse_rows_the_search_does_not_decide():
 ])
 def test_expected_round_scores__a_finisher_pays_the_penalty_on_expected_scores(rules):
     from agents.search.agent import expected_grid_scores, expected_round_scores
-    from skyjo_env.core.layout import FINISHER
+    from skyjo_env.core import layout
 
     def by_hand(grid_scores, finisher):
         scores = grid_scores.copy()
@@ -541,7 +542,7 @@ def test_expected_round_scores__a_finisher_pays_the_penalty_on_expected_scores(r
         actions[state.game_over] = -1
         step(state, actions)
         grid_scores = expected_grid_scores(state)
-        finisher = state.game[:, FINISHER].astype(np.int64)
+        finisher = state.game[:, layout.FINISHER].astype(np.int64)
         expected = by_hand(grid_scores, finisher)
         np.testing.assert_allclose(expected_round_scores(state), expected)
         changed = (expected != grid_scores).any(axis=1)

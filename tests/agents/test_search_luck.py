@@ -12,6 +12,7 @@ from agents.search.agent import _concatenate, _take
 from agents.search.luck import FEATURES, before_step, luck_adjusted, step_luck
 from skyjo_env.core import (
     SkyjoRules,
+    layout,
     legal_action_mask,
     new_batch,
     reset,
@@ -20,7 +21,6 @@ from skyjo_env.core import (
     unseen_counts,
 )
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import DRAW_SIZE, HIDDEN
 from skyjo_env.encoding import ObservationEncoder
 
 OWN_REVEAL, OTHERS_REVEAL, OWN_DRAW, OTHERS_DRAW, OWN_SWAP, OTHERS_SWAP = range(len(FEATURES))
@@ -52,13 +52,13 @@ def test_step_luck__draw_then_discard_then_reveal_are_the_excess_over_the_unseen
     state = _after_setup(rules, 3)
     actor = int(state.current_player[0])
     own = actor == 0
-    top = int(state.draw_pile[0, state.game[0, DRAW_SIZE] - 1])
+    top = int(state.draw_pile[0, state.game[0, layout.DRAW_SIZE] - 1])
     mean = _mean_unseen(state)
     luck = _stepped(state, slots)  # draw
     assert luck[OWN_DRAW if own else OTHERS_DRAW] == pytest.approx(top - mean)
     assert np.count_nonzero(luck) == 1
     assert not _stepped(state, 2 * slots + 2).any()  # discarding the drawn card: no new luck
-    hidden = int(np.flatnonzero(state.slot_state[0, actor] == HIDDEN)[0])
+    hidden = int(np.flatnonzero(state.slot_state[0, actor] == layout.HIDDEN)[0])
     card, mean = int(state.grid[0, actor, hidden]), _mean_unseen(state)
     luck = _stepped(state, hidden)  # the reveal after discarding
     assert luck[OWN_REVEAL if own else OTHERS_REVEAL] == pytest.approx(card - mean)
@@ -71,7 +71,7 @@ def test_step_luck__a_swap_counts_the_card_swapped_out_not_the_card_placed():
     state = _after_setup(rules, 4)
     actor = int(state.current_player[0])
     _stepped(state, slots + 1)  # take the discard: public, no luck
-    hidden = int(np.flatnonzero(state.slot_state[0, actor] == HIDDEN)[0])
+    hidden = int(np.flatnonzero(state.slot_state[0, actor] == layout.HIDDEN)[0])
     card, mean = int(state.grid[0, actor, hidden]), _mean_unseen(state)
     luck = _stepped(state, slots + 2 + hidden)
     assert luck[OWN_SWAP if actor == 0 else OTHERS_SWAP] == pytest.approx(card - mean)

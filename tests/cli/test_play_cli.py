@@ -10,7 +10,7 @@ import pytest
 
 import agents.cli.play as play
 from agents.cli.play import main
-from skyjo_env.core.layout import FACE_UP, HIDDEN
+from skyjo_env.core import layout
 
 
 def _scripted(answers):
@@ -67,9 +67,9 @@ def test_play__row_col_answers_pick_that_slot(game_states):
                 write=lines.append)
     assert code == 0 and lines[-1] == "Bye."
     (state,) = game_states
-    face_up = np.flatnonzero(state.slot_state[0, 0] == FACE_UP)
+    face_up = np.flatnonzero(state.slot_state[0, 0] == layout.FACE_UP)
     assert face_up.tolist() == [5, 11]
-    assert (np.delete(state.slot_state[0, 0], [5, 11]) == HIDDEN).all()
+    assert (np.delete(state.slot_state[0, 0], [5, 11]) == layout.HIDDEN).all()
 
 
 def test_play__menu_number_picks_that_action(game_states):
@@ -77,7 +77,7 @@ def test_play__menu_number_picks_that_action(game_states):
     answers = itertools.chain(["3"], itertools.repeat("q"))
     main(["--opponents", "random", "--seed", "2"], read=_scripted(answers), write=[].append)
     (state,) = game_states
-    assert np.flatnonzero(state.slot_state[0, 0] == FACE_UP).tolist() == [2]
+    assert np.flatnonzero(state.slot_state[0, 0] == layout.FACE_UP).tolist() == [2]
 
 
 def test_play__end_of_input_quits_cleanly():

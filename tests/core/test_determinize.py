@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.determinize import held_card_is_unknown, sample_information_set
 from skyjo_env.core.engine import (
@@ -18,17 +18,6 @@ from skyjo_env.core.engine import (
     reset,
     step,
     unseen_counts,
-)
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    EVENT_ROUND_ENDED,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
 )
 from skyjo_env.core.rules import SkyjoRules, load_rules
 
@@ -63,15 +52,18 @@ def _play_until(rules: SkyjoRules, predicate, seed: int, games: int = 64, limit:
 
 def _mid_round(state: BatchState) -> np.ndarray:
     # a few turns in, so that discard history and face-up cards exist
-    return (state.game[:, PHASE] == int(Phase.CHOOSE_SOURCE)) & (state.game[:, DISCARD_SIZE] > 4)
+    game = state.game
+    return (game[:, layout.PHASE] == int(Phase.CHOOSE_SOURCE)) & (game[:, layout.DISCARD_SIZE] > 4)
 
 
 def _opponent_drew(state: BatchState) -> np.ndarray:
-    return (state.game[:, PHASE] == int(Phase.PLACE_DRAWN)) & (state.game[:, DISCARD_SIZE] > 3)
+    game = state.game
+    return (game[:, layout.PHASE] == int(Phase.PLACE_DRAWN)) & (game[:, layout.DISCARD_SIZE] > 3)
 
 
 def _final_lap(state: BatchState) -> np.ndarray:
-    return (state.game[:, FINISHER] >= 0) & (state.game[:, PHASE] != int(Phase.GAME_OVER))
+    game = state.game
+    return (game[:, layout.FINISHER] >= 0) & (game[:, layout.PHASE] != int(Phase.GAME_OVER))
 
 
 def _empty_draw_pile(state: BatchState, b: int) -> BatchState:
@@ -82,20 +74,20 @@ def _empty_draw_pile(state: BatchState, b: int) -> BatchState:
     discard = state.discard_pile_of(b).copy()
     merged = np.concatenate([draw, discard])
     state.discard_pile[b, : merged.size] = merged
-    state.game[b, DISCARD_SIZE] = merged.size
-    state.game[b, DRAW_SIZE] = 0
+    state.game[b, layout.DISCARD_SIZE] = merged.size
+    state.game[b, layout.DRAW_SIZE] = 0
     return state
 
 
 def _cards_in_play(state: BatchState, k: int) -> np.ndarray:
     """Every card of game ``k`` (grids, piles, held card), sorted."""
     parts = [
-        state.grid[k][state.slot_state[k] != CLEARED],
+        state.grid[k][state.slot_state[k] != layout.CLEARED],
         state.draw_pile_of(k),
         state.discard_pile_of(k),
     ]
-    if state.game[k, PHASE] in PLACE_PHASES:
-        parts.append(np.array([state.game[k, HELD]], np.int16))
+    if state.game[k, layout.PHASE] in PLACE_PHASES:
+        parts.append(np.array([state.game[k, layout.HELD]], np.int16))
     return np.sort(np.concatenate(parts))
 
 
@@ -105,10 +97,10 @@ def _assert_conserved(state: BatchState) -> None:
 
 
 def _assert_public_kept(true: BatchState, b: int, samples: BatchState, observer: int) -> None:
-    visible = true.slot_state[b] != HIDDEN
+    visible = true.slot_state[b] != layout.HIDDEN
     game_fields = np.ones(true.game.shape[1], bool)
     if held_card_is_unknown(true, b, observer):
-        game_fields[HELD] = False
+        game_fields[layout.HELD] = False
     for k in range(samples.batch_size):
         np.testing.assert_array_equal(samples.slot_state[k], true.slot_state[b])
         np.testing.assert_array_equal(samples.grid[k][visible], true.grid[b][visible])
@@ -126,18 +118,22 @@ def _permute_hidden(state: BatchState, b: int, observer: int, seed: int) -> Batc
     """A copy of ``state`` whose unknown cards (face-down slots, draw pile, a held card
     the observer cannot know) of game ``b`` are shuffled among their positions."""
     state = state.copy()
-    hidden = state.slot_state[b] == HIDDEN
+    hidden = state.slot_state[b] == layout.HIDDEN
     held = held_card_is_unknown(state, b, observer)
-    draw_size = state.game[b, DRAW_SIZE]
+    draw_size = state.game[b, layout.DRAW_SIZE]
     cards = np.concatenate(
-        [state.grid[b][hidden], state.draw_pile_of(b), state.game[b, HELD : HELD + int(held)]]
+        [
+            state.grid[b][hidden],
+            state.draw_pile_of(b),
+            state.game[b, layout.HELD : layout.HELD + int(held)],
+        ]
     ).astype(np.int16)
     permuted = np.random.default_rng(seed).permutation(cards)
     assert not np.array_equal(permuted, cards)  # the test must change the truth
     state.grid[b][hidden] = permuted[: hidden.sum()]
     state.draw_pile[b, :draw_size] = permuted[hidden.sum() : hidden.sum() + draw_size]
     if held:
-        state.game[b, HELD] = permuted[-1]
+        state.game[b, layout.HELD] = permuted[-1]
     return state
 
 
@@ -162,12 +158,12 @@ def _play_random(state: BatchState, decisions: int, seed: int) -> np.ndarray:
 def test_sample_information_set__keeps_public_and_conserves_deck(name):
     rules = CONFIGS[name]
     state, b = _play_until(rules, _mid_round, seed=3)
-    observer = (int(state.game[b, CURRENT]) + 1) % rules.num_players
+    observer = (int(state.game[b, layout.CURRENT]) + 1) % rules.num_players
     samples = sample_information_set(state, b, observer, 32, np.random.default_rng(0))
     _assert_public_kept(state, b, samples, observer)
     _assert_conserved(samples)
     # the unknown cards really are redealt
-    hidden = state.slot_state[b] == HIDDEN
+    hidden = state.slot_state[b] == layout.HIDDEN
     assert any(
         not np.array_equal(samples.grid[k][hidden], state.grid[b][hidden]) for k in range(32)
     )
@@ -177,7 +173,7 @@ def test_sample_information_set__keeps_public_and_conserves_deck(name):
 def test_sample_information_set__same_samples_when_hidden_cards_permuted(name):
     rules = CONFIGS[name]
     state, b = _play_until(rules, _opponent_drew, seed=5)
-    observer = (int(state.game[b, CURRENT]) + 1) % rules.num_players
+    observer = (int(state.game[b, layout.CURRENT]) + 1) % rules.num_players
     permuted = _permute_hidden(state, b, observer, seed=11)
     first = sample_information_set(state, b, observer, 16, np.random.default_rng(7))
     second = sample_information_set(permuted, b, observer, 16, np.random.default_rng(7))
@@ -188,19 +184,19 @@ def test_sample_information_set__same_samples_when_hidden_cards_permuted(name):
 def test_sample_information_set__hidden_slots_follow_unseen_counts():
     rules = CONFIGS["official-2p"]
     state, b = _play_until(rules, _opponent_drew, seed=9)
-    observer = (int(state.game[b, CURRENT]) + 1) % rules.num_players
+    observer = (int(state.game[b, layout.CURRENT]) + 1) % rules.num_players
     samples = sample_information_set(state, b, observer, 20_000, np.random.default_rng(123))
     unseen = unseen_counts(state, observer)[b]
     expected = unseen / unseen.sum() * samples.batch_size
-    own_slot = int(np.flatnonzero(state.slot_state[b, observer] == HIDDEN)[0])
-    drawer = int(state.game[b, CURRENT])
-    other_slot = int(np.flatnonzero(state.slot_state[b, drawer] == HIDDEN)[-1])
-    top = state.game[b, DRAW_SIZE] - 1
+    own_slot = int(np.flatnonzero(state.slot_state[b, observer] == layout.HIDDEN)[0])
+    drawer = int(state.game[b, layout.CURRENT])
+    other_slot = int(np.flatnonzero(state.slot_state[b, drawer] == layout.HIDDEN)[-1])
+    top = state.game[b, layout.DRAW_SIZE] - 1
     positions = {
         "own face-down slot": samples.grid[:, observer, own_slot],
         "opponent face-down slot": samples.grid[:, drawer, other_slot],
         "draw pile top": samples.draw_pile[:, top],
-        "opponent's drawn card": samples.game[:, HELD],
+        "opponent's drawn card": samples.game[:, layout.HELD],
     }
     lookup = {int(v): i for i, v in enumerate(rules.card_values)}
     for where, values in positions.items():
@@ -217,23 +213,23 @@ def test_sample_information_set__hidden_slots_follow_unseen_counts():
 def test_sample_information_set__observer_keeps_own_drawn_card():
     rules = CONFIGS["official-3p"]
     state, b = _play_until(rules, _opponent_drew, seed=13)
-    drawer = int(state.game[b, CURRENT])
+    drawer = int(state.game[b, layout.CURRENT])
     own = sample_information_set(state, b, drawer, 200, np.random.default_rng(1))
-    assert (own.game[:, HELD] == state.game[b, HELD]).all()
+    assert (own.game[:, layout.HELD] == state.game[b, layout.HELD]).all()
     _assert_conserved(own)
     other = sample_information_set(state, b, (drawer + 1) % 3, 200, np.random.default_rng(1))
-    assert np.unique(other.game[:, HELD]).size > 3
+    assert np.unique(other.game[:, layout.HELD]).size > 3
     _assert_conserved(other)
 
 
 def test_sample_information_set__card_taken_from_discard_pile_is_public():
     rules = CONFIGS["official-2p"]
     state, b = _play_until(
-        rules, lambda s: s.game[:, PHASE] == int(Phase.PLACE_DISCARD), seed=17
+        rules, lambda s: s.game[:, layout.PHASE] == int(Phase.PLACE_DISCARD), seed=17
     )
-    observer = (int(state.game[b, CURRENT]) + 1) % rules.num_players
+    observer = (int(state.game[b, layout.CURRENT]) + 1) % rules.num_players
     samples = sample_information_set(state, b, observer, 100, np.random.default_rng(2))
-    assert (samples.game[:, HELD] == state.game[b, HELD]).all()
+    assert (samples.game[:, layout.HELD] == state.game[b, layout.HELD]).all()
     _assert_conserved(samples)
 
 
@@ -244,11 +240,11 @@ def test_sample_information_set__card_taken_from_discard_pile_is_public():
 def test_sample_information_set__samples_play_on_through_round_end(name):
     rules = CONFIGS[name]
     state, b = _play_until(rules, _final_lap, seed=19)
-    observer = int(state.game[b, CURRENT])
+    observer = int(state.game[b, layout.CURRENT])
     samples = sample_information_set(state, b, observer, 48, np.random.default_rng(3))
     _assert_public_kept(state, b, samples, observer)
     events = _play_random(samples, decisions=400, seed=4)
-    assert (events & EVENT_ROUND_ENDED).all()
+    assert (events & layout.EVENT_ROUND_ENDED).all()
     _assert_conserved(samples)
 
 
@@ -257,13 +253,13 @@ def test_sample_information_set__empty_draw_pile_reshuffles_per_sample(name):
     rules = CONFIGS[name]
     state, b = _play_until(rules, _mid_round, seed=23)
     state = _empty_draw_pile(state, b)
-    observer = int(state.game[b, CURRENT])
+    observer = int(state.game[b, layout.CURRENT])
     samples = sample_information_set(state, b, observer, 64, np.random.default_rng(5))
     _assert_public_kept(state, b, samples, observer)
     draw = np.full(64, rules.num_slots, np.int64)  # DRAW is action S: everyone reshuffles
     step(samples, draw)
     # fresh streams: the reshuffled piles (hence the drawn cards) differ between samples
-    assert np.unique(samples.game[:, HELD]).size > 1
+    assert np.unique(samples.game[:, layout.HELD]).size > 1
     _assert_conserved(samples)
     _play_random(samples, decisions=200, seed=6)
     _assert_conserved(samples)

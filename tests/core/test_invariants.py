@@ -16,6 +16,7 @@ import random
 import numpy as np
 import pytest
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import (
     IllegalActionError,
@@ -24,28 +25,6 @@ from skyjo_env.core.engine import (
     reset,
     step,
     unseen_counts,
-)
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DECISIONS,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    EVENT_TRUNCATED,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
-    RAW_SCORE,
-    ROUND,
-    ROUND_SCORE,
-    ROUNDS_FINISHED,
-    TIMES_PENALISED,
-    TOTAL,
-    TURN,
 )
 from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules, load_rules
 
@@ -129,7 +108,13 @@ CONFIGS = {
 
 PLACE_PHASES = (Phase.PLACE_DRAWN, Phase.PLACE_DISCARD)
 #: seat fields that change only when a round is scored
-SCORE_FIELDS = [TOTAL, ROUND_SCORE, RAW_SCORE, ROUNDS_FINISHED, TIMES_PENALISED]
+SCORE_FIELDS = [
+    layout.TOTAL,
+    layout.ROUND_SCORE,
+    layout.RAW_SCORE,
+    layout.ROUNDS_FINISHED,
+    layout.TIMES_PENALISED,
+]
 
 
 def expected_round_scores(raw: list[int], finisher: int, rules: SkyjoRules) -> list[int]:
@@ -202,10 +187,13 @@ class Checker:
         offset = (bins * np.arange(batch))[:, None]
         counts = np.zeros(batch * bins)
         parts = [
-            (state.grid.reshape(batch, -1), state.slot_state.reshape(batch, -1) != CLEARED),
-            (state.draw_pile, self.positions < state.game[:, DRAW_SIZE, None]),
-            (state.discard_pile, self.positions < state.game[:, DISCARD_SIZE, None]),
-            (state.game[:, HELD, None], np.isin(state.game[:, PHASE], PLACE_PHASES)[:, None]),
+            (state.grid.reshape(batch, -1), state.slot_state.reshape(batch, -1) != layout.CLEARED),
+            (state.draw_pile, self.positions < state.game[:, layout.DRAW_SIZE, None]),
+            (state.discard_pile, self.positions < state.game[:, layout.DISCARD_SIZE, None]),
+            (
+                state.game[:, layout.HELD, None],
+                np.isin(state.game[:, layout.PHASE], PLACE_PHASES)[:, None],
+            ),
         ]
         for cards, counted in parts:
             index = cards - np.int64(self.low)
@@ -220,7 +208,7 @@ class Checker:
         """bool (N,): which of N grids (N, S) hold a full, face-up, equal line."""
         rules = self.rules
         values = grid.reshape(-1, rules.rows, rules.cols)
-        up = slot_state.reshape(-1, rules.rows, rules.cols) == FACE_UP
+        up = slot_state.reshape(-1, rules.rows, rules.cols) == layout.FACE_UP
         found = np.zeros(values.shape[0], bool)
         if rules.column_elimination and rules.rows >= 2:
             equal = (values == values[:, :1, :]).all(axis=1)
@@ -235,41 +223,43 @@ class Checker:
         running = ~state.game_over
         assert mask[running].any(axis=1).all(), "a running game has no legal action"
         assert not mask[~running].any(), "a finished game has a legal action"
-        assert np.isin(state.slot_state, (HIDDEN, FACE_UP, CLEARED)).all()
+        assert np.isin(state.slot_state, (layout.HIDDEN, layout.FACE_UP, layout.CLEARED)).all()
         live = running.nonzero()[0]
-        hidden = (state.slot_state[live] == HIDDEN).sum(axis=2)
+        hidden = (state.slot_state[live] == layout.HIDDEN).sum(axis=2)
         # whoever is about to move still holds a face-down card
-        assert (hidden[np.arange(live.size), state.game[live, CURRENT]] >= 1).all()
-        finisher = state.game[live, FINISHER]
+        assert (hidden[np.arange(live.size), state.game[live, layout.CURRENT]] >= 1).all()
+        finisher = state.game[live, layout.FINISHER]
         done = finisher >= 0
         assert (hidden[done.nonzero()[0], finisher[done]] == 0).all()
         # lines are checked after every action and once the setup is over (RULES.md §7):
         # during the initial reveals a complete line may wait for the end of the setup
-        playing = live[state.game[live, PHASE] != Phase.INITIAL_REVEAL]
+        playing = live[state.game[live, layout.PHASE] != Phase.INITIAL_REVEAL]
         lines = self.matching_lines(state.grid[playing], state.slot_state[playing])
         assert not lines.any(), "a matching line was left in a grid"
         # what an observer cannot know: the draw pile, every face-down card and a card
         # that another seat drew
-        observer = (state.game[:, CURRENT] + 1) % self.rules.num_players
+        observer = (state.game[:, layout.CURRENT] + 1) % self.rules.num_players
         unseen = unseen_counts(state, observer)
         assert (unseen >= 0).all()
         expected = (
-            state.game[:, DRAW_SIZE]
-            + (state.slot_state == HIDDEN).sum(axis=(1, 2))
-            + (state.game[:, PHASE] == Phase.PLACE_DRAWN)
+            state.game[:, layout.DRAW_SIZE]
+            + (state.slot_state == layout.HIDDEN).sum(axis=(1, 2))
+            + (state.game[:, layout.PHASE] == Phase.PLACE_DRAWN)
         )
         np.testing.assert_array_equal(unseen.sum(axis=1), expected)
 
     def check_events(self, before, actions, events) -> None:
         state, rules = self.state, self.rules
         acted = actions >= 0
-        np.testing.assert_array_equal(state.game[:, DECISIONS], before.game[:, DECISIONS] + acted)
+        np.testing.assert_array_equal(
+            state.game[:, layout.DECISIONS], before.game[:, layout.DECISIONS] + acted
+        )
         assert not events[~acted].any()
-        truncated = (events & EVENT_TRUNCATED) != 0
-        ended = (events & EVENT_ROUND_ENDED) != 0
+        truncated = (events & layout.EVENT_TRUNCATED) != 0
+        ended = (events & layout.EVENT_ROUND_ENDED) != 0
         assert not (truncated & ended).any()
         # a game ends only after a scored round or by the turn cap
-        assert ((events & EVENT_GAME_ENDED) != 0)[~ended & ~truncated].sum() == 0
+        assert ((events & layout.EVENT_GAME_ENDED) != 0)[~ended & ~truncated].sum() == 0
         quiet = acted & ~ended & ~truncated
         np.testing.assert_array_equal(
             state.seat[quiet][:, :, SCORE_FIELDS], before.seat[quiet][:, :, SCORE_FIELDS]
@@ -277,40 +267,40 @@ class Checker:
         for b in np.flatnonzero(ended):
             self.check_round(before, b, int(events[b]))
         for b in np.flatnonzero(truncated):
-            assert state.game[b, TURN] == rules.max_turns_per_round
+            assert state.game[b, layout.TURN] == rules.max_turns_per_round
             np.testing.assert_array_equal(
                 state.seat[b, :, SCORE_FIELDS], before.seat[b, :, SCORE_FIELDS]
             )
 
     def check_round(self, before, b: int, events: int) -> None:
         state, rules = self.state, self.rules
-        finisher = int(before.game[b, FINISHER])
+        finisher = int(before.game[b, layout.FINISHER])
         assert finisher >= 0, "a round ended without a finisher"
         final_grid, final_state = state.final_grid[b], state.final_slot_state[b]
-        assert not (final_state == HIDDEN).any()
+        assert not (final_state == layout.HIDDEN).any()
         if rules.final_reveal_elimination:
             assert not self.matching_lines(final_grid, final_state).any()
-        raw = np.where(final_state != CLEARED, final_grid, 0).sum(axis=1).astype(np.int64)
-        np.testing.assert_array_equal(state.seat[b, :, RAW_SCORE], raw)
+        raw = np.where(final_state != layout.CLEARED, final_grid, 0).sum(axis=1).astype(np.int64)
+        np.testing.assert_array_equal(state.seat[b, :, layout.RAW_SCORE], raw)
         scores = expected_round_scores(raw.tolist(), finisher, rules)
-        np.testing.assert_array_equal(state.seat[b, :, ROUND_SCORE], scores)
+        np.testing.assert_array_equal(state.seat[b, :, layout.ROUND_SCORE], scores)
         penalised = scores[finisher] != raw[finisher]
-        assert state.seat[b, finisher, TIMES_PENALISED] == (
-            before.seat[b, finisher, TIMES_PENALISED] + penalised
+        assert state.seat[b, finisher, layout.TIMES_PENALISED] == (
+            before.seat[b, finisher, layout.TIMES_PENALISED] + penalised
         )
-        totals = before.seat[b, :, TOTAL] + scores
-        np.testing.assert_array_equal(state.seat[b, :, TOTAL], totals)
-        finished = before.seat[b, :, ROUNDS_FINISHED].copy()
+        totals = before.seat[b, :, layout.TOTAL] + scores
+        np.testing.assert_array_equal(state.seat[b, :, layout.TOTAL], totals)
+        finished = before.seat[b, :, layout.ROUNDS_FINISHED].copy()
         finished[finisher] += 1
-        np.testing.assert_array_equal(state.seat[b, :, ROUNDS_FINISHED], finished)
-        rounds = int(state.game[b, ROUND])
-        assert rounds == before.game[b, ROUND] + 1
+        np.testing.assert_array_equal(state.seat[b, :, layout.ROUNDS_FINISHED], finished)
+        rounds = int(state.game[b, layout.ROUND])
+        assert rounds == before.game[b, layout.ROUND] + 1
         game_over = totals.max() >= rules.target_score or rounds == (rules.max_rounds or MAX_ROUNDS)
-        assert bool(events & EVENT_GAME_ENDED) == game_over
+        assert bool(events & layout.EVENT_GAME_ENDED) == game_over
         assert bool(state.game_over[b]) == game_over
         if not game_over:
-            assert state.game[b, FINISHER] == -1
-            assert state.game[b, TURN] == 0
+            assert state.game[b, layout.FINISHER] == -1
+            assert state.game[b, layout.TURN] == 0
         self.rounds_checked += 1
 
     # ------------------------------------------------------------ sampled states
@@ -329,7 +319,7 @@ class Checker:
                 step(trial, alone)
                 for after, original in zip(trial.arrays[:9], arrays, strict=True):
                     np.testing.assert_array_equal(after[others], original[others])
-                assert trial.game[b, DECISIONS] == state.game[b, DECISIONS] + 1
+                assert trial.game[b, layout.DECISIONS] == state.game[b, layout.DECISIONS] + 1
             else:
                 # an illegal action anywhere rejects the whole batch step
                 batch_actions = actions.copy()
@@ -371,14 +361,14 @@ def test_random_games__keep_every_invariant(name):
     state, checker, steps = run_games(rules, games, seed=sum(map(ord, name)))
     assert state.all_over
     assert not state.truncated.any()
-    assert (state.game[:, ROUND] >= 1).all()
-    assert checker.rounds_checked == state.game[:, ROUND].sum()
+    assert (state.game[:, layout.ROUND] >= 1).all()
+    assert checker.rounds_checked == state.game[:, layout.ROUND].sum()
     assert checker.legality_checked >= steps // 40
     totals = state.total_scores
     if rules.max_rounds is None:
         assert (totals.max(axis=1) >= rules.target_score).all()
     else:
-        assert (state.game[:, ROUND] == rules.max_rounds).all()
+        assert (state.game[:, layout.ROUND] == rules.max_rounds).all()
 
 
 def trajectory(rules, seeds, policy_seed, churn_global_rngs=False, restart=False):
@@ -421,7 +411,7 @@ def test_random_games__same_seed_same_game_whatever_the_global_rngs(rules):
     first = trajectory(rules, seeds, policy_seed=5, restart=True)
     second = trajectory(rules, seeds, policy_seed=5, churn_global_rngs=True, restart=True)
     assert_same_play(first, second)
-    assert sum(int((events & EVENT_GAME_ENDED).any()) for _, events in first[0]) > 0
+    assert sum(int((events & layout.EVENT_GAME_ENDED).any()) for _, events in first[0]) > 0
     other = trajectory(rules, [seed + 1 for seed in seeds], policy_seed=5, restart=True)
     assert not np.array_equal(other[1].seat, first[1].seat)
 
@@ -463,7 +453,7 @@ def assert_same_game(state_a, a: int, state_b, b: int) -> None:
     for name in ("slot_state", "game", "seat", "rng", "final_slot_state"):
         np.testing.assert_array_equal(getattr(state_a, name)[a], getattr(state_b, name)[b])
     for grid, slot_state in (("grid", "slot_state"), ("final_grid", "final_slot_state")):
-        kept = getattr(state_a, slot_state)[a] != CLEARED
+        kept = getattr(state_a, slot_state)[a] != layout.CLEARED
         np.testing.assert_array_equal(
             getattr(state_a, grid)[a][kept], getattr(state_b, grid)[b][kept]
         )
@@ -481,4 +471,4 @@ def test_step__negative_ids_other_than_minus_one_are_illegal():
     events = step(state, np.array([-1, 0]))
     assert events.tolist() == [0, 0]
     np.testing.assert_array_equal(state.game[0], before.game[0])
-    assert state.slot_state[1, 0, 0] == FACE_UP
+    assert state.slot_state[1, 0, 0] == layout.FACE_UP

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import yaml
 
+from skyjo_env.core import layout
 from skyjo_env.core.engine import rules_params
-from skyjo_env.core.layout import P_MAX_ROUNDS, P_MAX_TURNS
 from skyjo_env.core.rules import (
     MAX_ROUNDS,
     MAX_TURNS_PER_ROUND,
@@ -363,7 +363,7 @@ def test_skyjo_rules__totals_that_could_overflow_int32_are_rejected():
 
 def test_rules_params__none_caps_become_the_hard_caps():
     params = rules_params(SkyjoRules(max_rounds=None, max_turns_per_round=None))
-    assert params[P_MAX_ROUNDS] == MAX_ROUNDS == 1000
-    assert params[P_MAX_TURNS] == MAX_TURNS_PER_ROUND == 100_000
+    assert params[layout.P_MAX_ROUNDS] == MAX_ROUNDS == 1000
+    assert params[layout.P_MAX_TURNS] == MAX_TURNS_PER_ROUND == 100_000
     params = rules_params(SkyjoRules(max_rounds=7, max_turns_per_round=50))
-    assert (params[P_MAX_ROUNDS], params[P_MAX_TURNS]) == (7, 50)
+    assert (params[layout.P_MAX_ROUNDS], params[layout.P_MAX_TURNS]) == (7, 50)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import new_batch, reset, step
-from skyjo_env.core.layout import CLEARED, FACE_UP, HIDDEN, LINES_ELIMINATED, PHASE, STARTER
 from skyjo_env.core.rules import SkyjoRules
 
 from .test_vectors import assert_conserved, play, reveal
@@ -42,25 +42,27 @@ def test_setup_elimination__issue_9_example_clears_seat_0_then_seat_1_after_setu
     assert state.grid[0].tolist() == [[1, 2, 1, 3], [9, 4, 9, 5]]
     play(state, *(reveal(rules, slot) for slot in ISSUE_REVEALS[:4]))
     # seat 1's column 0 (9, 9) is complete, but setup is not over: nothing goes yet
-    assert state.slot_state[0, 1].tolist() == [FACE_UP, HIDDEN, FACE_UP, HIDDEN]
+    up, down = layout.FACE_UP, layout.HIDDEN
+    assert state.slot_state[0, 1].tolist() == [up, down, up, down]
     assert state.discard_pile_of(0).tolist() == [0]
     play(state, reveal(rules, ISSUE_REVEALS[4]))
-    assert state.slot_state[0, 0].tolist() == [FACE_UP, FACE_UP, FACE_UP, HIDDEN]
+    assert state.slot_state[0, 0].tolist() == [up, up, up, down]
     assert state.discard_pile_of(0).tolist() == [0]
     play(state, reveal(rules, ISSUE_REVEALS[5]))
     # the last reveal ends the setup: seat 0's column, then seat 1's
     assert state.discard_pile_of(0).tolist() == [0, 1, 1, 9, 9]
     for seat in (0, 1):
-        assert state.slot_state[0, seat].tolist() == [CLEARED, FACE_UP, CLEARED, HIDDEN]
-    assert state.seat[0, :, LINES_ELIMINATED].tolist() == [1, 1]
-    assert state.game[0, PHASE] == Phase.CHOOSE_SOURCE
+        expected = [layout.CLEARED, layout.FACE_UP, layout.CLEARED, layout.HIDDEN]
+        assert state.slot_state[0, seat].tolist() == expected
+    assert state.seat[0, :, layout.LINES_ELIMINATED].tolist() == [1, 1]
+    assert state.game[0, layout.PHASE] == Phase.CHOOSE_SOURCE
     # the starter: seat 0 shows a 2, seat 1 a 4
-    assert state.game[0, STARTER] == 1
+    assert state.game[0, layout.STARTER] == 1
 
 
 def revealed_slots(state, b: int) -> list[list[int]]:
     """Per seat, the slots that the setup turned up (face up or since cleared)."""
-    return [np.flatnonzero(row != HIDDEN).tolist() for row in state.slot_state[b]]
+    return [np.flatnonzero(row != layout.HIDDEN).tolist() for row in state.slot_state[b]]
 
 
 def test_setup_elimination__random_mode_ends_as_choice_mode_with_the_same_reveals():
@@ -74,14 +76,14 @@ def test_setup_elimination__random_mode_ends_as_choice_mode_with_the_same_reveal
         chosen = deal(rules, ISSUE_DECK, [seed])
         for k in range(3):  # one reveal per seat in turn, as choice mode asks
             play(chosen, reveal(rules, slots[0][k]), reveal(rules, slots[1][k]))
-        assert chosen.game[0, PHASE] == randomly.game[b, PHASE] == Phase.CHOOSE_SOURCE
+        assert chosen.game[0, layout.PHASE] == randomly.game[b, layout.PHASE] == Phase.CHOOSE_SOURCE
         np.testing.assert_array_equal(chosen.slot_state[0], randomly.slot_state[b])
         assert chosen.discard_pile_of(0).tolist() == randomly.discard_pile_of(b).tolist()
         assert chosen.draw_pile_of(0).tolist() == randomly.draw_pile_of(b).tolist()
         # no face-up sums tie in this deck, so the starter needs no chance
-        assert chosen.game[0, STARTER] == randomly.game[b, STARTER]
+        assert chosen.game[0, layout.STARTER] == randomly.game[b, layout.STARTER]
         assert_conserved(randomly, b)
-        if (randomly.seat[b, :, LINES_ELIMINATED] == 1).all():
+        if (randomly.seat[b, :, layout.LINES_ELIMINATED] == 1).all():
             both_eliminated += 1
             assert randomly.discard_pile_of(b).tolist() == [0, 1, 1, 9, 9]
     assert both_eliminated >= 3  # the seeds cover the issue's case in random mode too
@@ -103,9 +105,10 @@ def test_setup_elimination__happens_before_the_starter_is_chosen(mode):
     if mode == "choice":
         for slot in (0, 0, 1, 1, 2, 2):  # seats 0 and 1 in turn reveal slots 0, 1, 2
             step(state, np.full(len(seeds), reveal(rules, slot)))
-    assert (state.game[:, PHASE] == Phase.CHOOSE_SOURCE).all()
+    assert (state.game[:, layout.PHASE] == Phase.CHOOSE_SOURCE).all()
     for b in range(len(seeds)):
-        assert sorted(state.slot_state[b, 0].tolist()) == [HIDDEN, FACE_UP, CLEARED, CLEARED]
+        expected = [layout.HIDDEN, layout.FACE_UP, layout.CLEARED, layout.CLEARED]
+        assert sorted(state.slot_state[b, 0].tolist()) == expected
         assert state.discard_pile_of(b).tolist() == [0, 9, 9]
         assert_conserved(state, b)
-    assert (state.game[:, STARTER] == 1).all()
+    assert (state.game[:, layout.STARTER] == 1).all()

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import PHASE, ROUND
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,9 +117,27 @@ def test_kernels__plain_python_run_matches_the_compiled_run():
     # the runs really played: games ended, rounds were scored, illegal actions refused
     for name in ("official", "online", "tight_deck"):
         for game in compiled[name]["games"]:
-            assert game["game"][PHASE] == Phase.GAME_OVER
-            assert game["game"][ROUND] >= 1
+            assert game["game"][layout.PHASE] == Phase.GAME_OVER
+            assert game["game"][layout.ROUND] >= 1
     assert compiled["random_legal_play"]["taken"] == 600
     assert "illegal action" in compiled["illegal"]
     for key in compiled:
         assert plain[key] == compiled[key], f"{key}: the plain Python run differs"
+
+
+
+def test_quiet_overflow__wrapping_is_quiet_without_the_jit_and_free_with_it(monkeypatch):
+    import contextlib
+    import warnings
+
+    import numpy as np
+
+    from skyjo_env.core import jit
+
+    monkeypatch.setattr(jit, "JIT_DISABLED", True)  # the kernels run on numpy scalars
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with jit.quiet_overflow():
+            assert np.uint64(2**64 - 1) + np.uint64(2) == 1  # wraps, no RuntimeWarning
+    monkeypatch.setattr(jit, "JIT_DISABLED", False)  # compiled code wraps silently itself
+    assert isinstance(jit.quiet_overflow(), contextlib.nullcontext)

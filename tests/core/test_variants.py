@@ -7,31 +7,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import legal_action_mask, new_batch, reset, step
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    EVENT_TRUNCATED,
-    FACE_UP,
-    FINISHER,
-    HIDDEN,
-    PHASE,
-    PREV_FINISHER,
-    RAW_SCORE,
-    REVEALS_DONE,
-    ROUND,
-    ROUND_SCORE,
-    STARTER,
-    TIMES_PENALISED,
-    TOTAL,
-    TRUNCATED,
-    TURN,
-)
 from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
 
 from .test_vectors import (
@@ -102,7 +80,8 @@ def test_column_elimination__two_card_columns_are_lines():
         rules, ["5 1 2 / h5 3 h4", "1 2 3 / 4 5 h6"], [8], phase=Phase.REVEAL_AFTER_DISCARD
     )
     play(state, reveal(rules, 3))
-    assert state.slot_state[0, 0].tolist() == [CLEARED, FACE_UP, FACE_UP, CLEARED, FACE_UP, HIDDEN]
+    up, down, cleared = layout.FACE_UP, layout.HIDDEN, layout.CLEARED
+    assert state.slot_state[0, 0].tolist() == [cleared, up, up, cleared, up, down]
     assert state.discard_pile_of(0).tolist() == [8, 5, 5]
 
 
@@ -111,10 +90,10 @@ def test_column_elimination__a_single_row_grid_has_no_columns(row_elimination):
     rules = SkyjoRules(rows=1, cols=3, initial_reveals=1, row_elimination=row_elimination)
     state = build_state(rules, ["2 2 h2", "1 3 h5"], [8], phase=Phase.REVEAL_AFTER_DISCARD)
     play(state, reveal(rules, 2))
-    expected = CLEARED if row_elimination else FACE_UP
+    expected = layout.CLEARED if row_elimination else layout.FACE_UP
     assert state.slot_state[0, 0].tolist() == [expected] * 3
     assert state.discard_pile_of(0).tolist() == ([8, 2, 2, 2] if row_elimination else [8])
-    assert state.game[0, FINISHER] == 0
+    assert state.game[0, layout.FINISHER] == 0
 
 
 @pytest.mark.parametrize("column_elimination", [True, False])
@@ -125,10 +104,10 @@ def test_column_elimination__can_be_switched_off(column_elimination):
     play(state, reveal(rules, 10))
     column = state.slot_state[0, 0, [2, 6, 10]].tolist()
     if column_elimination:
-        assert column == [CLEARED] * 3
+        assert column == [layout.CLEARED] * 3
         assert state.discard_pile_of(0).tolist() == [8, 3, 3, 3]
     else:
-        assert column == [FACE_UP] * 3
+        assert column == [layout.FACE_UP] * 3
         assert state.discard_pile_of(0).tolist() == [8]
 
 
@@ -140,12 +119,12 @@ def test_row_elimination__a_full_equal_row_goes_only_when_enabled(row_eliminatio
     play(state, reveal(rules, 0))
     row = state.slot_state[0, 0, :4].tolist()
     if row_elimination:
-        assert row == [CLEARED] * 4
+        assert row == [layout.CLEARED] * 4
         assert state.discard_pile_of(0).tolist() == [8, 4, 4, 4, 4]
     else:
-        assert row == [FACE_UP] * 4
+        assert row == [layout.FACE_UP] * 4
         assert state.discard_pile_of(0).tolist() == [8]
-    assert (state.slot_state[0, 0, 4:] != CLEARED).all()
+    assert (state.slot_state[0, 0, 4:] != layout.CLEARED).all()
 
 
 def test_row_elimination__off_leaves_the_row_of_vector_15():
@@ -153,7 +132,7 @@ def test_row_elimination__off_leaves_the_row_of_vector_15():
     grids = ["h1 1 1 1 / 1 2 6 9 / 1 3 7 10", SUM_30]
     state = build_state(rules, grids, [8], phase=Phase.REVEAL_AFTER_DISCARD)
     play(state, reveal(rules, 0))
-    assert np.flatnonzero(state.slot_state[0, 0] == CLEARED).tolist() == [0, 4, 8]
+    assert np.flatnonzero(state.slot_state[0, 0] == layout.CLEARED).tolist() == [0, 4, 8]
     assert state.discard_pile_of(0).tolist() == [8, 1, 1, 1]
 
 
@@ -164,14 +143,14 @@ def test_initial_reveals__zero_starts_turns_at_once_with_a_seeded_random_starter
     rules = SkyjoRules(num_players=3, initial_reveals=0)
     state = new_batch(rules, 40)
     reset(state, list(range(40)))
-    assert (state.game[:, PHASE] == Phase.CHOOSE_SOURCE).all()
-    assert (state.slot_state == HIDDEN).all()
-    starters = state.game[:, STARTER].copy()
-    assert (state.game[:, CURRENT] == starters).all()
+    assert (state.game[:, layout.PHASE] == Phase.CHOOSE_SOURCE).all()
+    assert (state.slot_state == layout.HIDDEN).all()
+    starters = state.game[:, layout.STARTER].copy()
+    assert (state.game[:, layout.CURRENT] == starters).all()
     assert set(starters.tolist()) == {0, 1, 2}
     again = new_batch(rules, 40)
     reset(again, list(range(40)))
-    np.testing.assert_array_equal(again.game[:, STARTER], starters)
+    np.testing.assert_array_equal(again.game[:, layout.STARTER], starters)
 
 
 def test_initial_reveals__choice_mode_takes_one_decision_per_card_in_seat_order():
@@ -179,17 +158,18 @@ def test_initial_reveals__choice_mode_takes_one_decision_per_card_in_seat_order(
     state = new_games(rules, 1, seed=3)
     policy = np.random.default_rng(0)
     revealers = []
-    while state.game[0, PHASE] == Phase.INITIAL_REVEAL:
-        seat = int(state.game[0, CURRENT])
+    while state.game[0, layout.PHASE] == Phase.INITIAL_REVEAL:
+        seat = int(state.game[0, layout.CURRENT])
         revealers.append(seat)
         mask = legal_action_mask(state)[0]
-        assert mask[: rules.num_slots].tolist() == (state.slot_state[0, seat] == HIDDEN).tolist()
+        hidden = state.slot_state[0, seat] == layout.HIDDEN
+        assert mask[: rules.num_slots].tolist() == hidden.tolist()
         assert not mask[rules.num_slots :].any()
         play(state, int(policy.choice(np.flatnonzero(mask))))
     assert revealers == [0, 1, 2] * 3
-    assert (state.slot_state[0] == FACE_UP).sum(axis=1).tolist() == [3, 3, 3]
-    assert state.game[0, REVEALS_DONE] == 9
-    assert state.game[0, PHASE] == Phase.CHOOSE_SOURCE
+    assert (state.slot_state[0] == layout.FACE_UP).sum(axis=1).tolist() == [3, 3, 3]
+    assert state.game[0, layout.REVEALS_DONE] == 9
+    assert state.game[0, layout.PHASE] == Phase.CHOOSE_SOURCE
 
 
 def test_initial_reveal_mode__random_reveals_seeded_slots_without_decisions():
@@ -197,15 +177,15 @@ def test_initial_reveal_mode__random_reveals_seeded_slots_without_decisions():
     seeds = list(range(30))
     state = new_batch(rules, 30)
     reset(state, seeds)
-    assert (state.game[:, PHASE] == Phase.CHOOSE_SOURCE).all()
-    shown = (state.slot_state != HIDDEN).sum(axis=2)
+    assert (state.game[:, layout.PHASE] == Phase.CHOOSE_SOURCE).all()
+    shown = (state.slot_state != layout.HIDDEN).sum(axis=2)
     assert (shown == 4).all()
     patterns = {tuple(state.slot_state[b].ravel()) for b in range(30)}
     assert len(patterns) == 30
     again = new_batch(rules, 30)
     reset(again, seeds)
     np.testing.assert_array_equal(again.slot_state, state.slot_state)
-    np.testing.assert_array_equal(again.game[:, STARTER], state.game[:, STARTER])
+    np.testing.assert_array_equal(again.game[:, layout.STARTER], state.game[:, layout.STARTER])
 
 
 @pytest.mark.parametrize("mode", ["random", "choice"])
@@ -214,11 +194,11 @@ def test_initial_reveals__eliminations_are_checked_at_the_end_of_setup(mode):
     rules = SkyjoRules(rows=2, cols=2, initial_reveals=3, initial_reveal_mode=mode, deck={5: 20})
     state = new_games(rules, 4, seed=5)
     policy = np.random.default_rng(0)
-    while (state.game[:, PHASE] == Phase.INITIAL_REVEAL).any():
+    while (state.game[:, layout.PHASE] == Phase.INITIAL_REVEAL).any():
         step(state, random_actions(state, policy))
     states = np.sort(state.slot_state, axis=2)
-    assert (states == [HIDDEN, FACE_UP, CLEARED, CLEARED]).all()
-    assert (state.game[:, DISCARD_SIZE] == 1 + 2 * 2).all()
+    assert (states == [layout.HIDDEN, layout.FACE_UP, layout.CLEARED, layout.CLEARED]).all()
+    assert (state.game[:, layout.DISCARD_SIZE] == 1 + 2 * 2).all()
     assert_all_conserved(state)
 
 
@@ -232,12 +212,12 @@ def round_two_state(rules, prev_finisher):
         "h9 h9 h2 h3 / h4 h5 h6 h7 / h8 h9 h10 h11",
     ]
     state = build_state(rules, grids, [8], phase=Phase.INITIAL_REVEAL, current=0)
-    state.game[0, REVEALS_DONE] = 0
-    state.game[0, ROUND] = 1
-    state.game[0, PREV_FINISHER] = prev_finisher
-    state.game[0, TURN] = 0
+    state.game[0, layout.REVEALS_DONE] = 0
+    state.game[0, layout.ROUND] = 1
+    state.game[0, layout.PREV_FINISHER] = prev_finisher
+    state.game[0, layout.TURN] = 0
     play(state, reveal(rules, 0), reveal(rules, 0), reveal(rules, 1), reveal(rules, 1))
-    assert state.game[0, PHASE] == Phase.CHOOSE_SOURCE
+    assert state.game[0, layout.PHASE] == Phase.CHOOSE_SOURCE
     return state
 
 
@@ -254,8 +234,8 @@ def test_next_round_starter__picks_the_seat_to_open_a_later_round(
 ):
     rules = SkyjoRules(next_round_starter=next_round_starter)
     state = round_two_state(rules, prev_finisher)
-    assert state.game[0, STARTER] == expected
-    assert state.game[0, CURRENT] == expected
+    assert state.game[0, layout.STARTER] == expected
+    assert state.game[0, layout.CURRENT] == expected
 
 
 def test_next_round_starter__highest_reveal_sum_in_random_games():
@@ -266,19 +246,19 @@ def test_next_round_starter__highest_reveal_sum_in_random_games():
     counts = Counter()
 
     def check(before, events):
-        ended = (events & EVENT_ROUND_ENDED) != 0
-        finishers[ended] = before.game[ended, FINISHER]
-        started = (before.game[:, PHASE] == Phase.INITIAL_REVEAL) & (
-            state.game[:, PHASE] == Phase.CHOOSE_SOURCE
+        ended = (events & layout.EVENT_ROUND_ENDED) != 0
+        finishers[ended] = before.game[ended, layout.FINISHER]
+        started = (before.game[:, layout.PHASE] == Phase.INITIAL_REVEAL) & (
+            state.game[:, layout.PHASE] == Phase.CHOOSE_SOURCE
         )
-        for b in np.flatnonzero(started & (state.game[:, ROUND] > 0)):
-            shown = np.where(state.slot_state[b] == FACE_UP, state.grid[b], 0)
+        for b in np.flatnonzero(started & (state.game[:, layout.ROUND] > 0)):
+            shown = np.where(state.slot_state[b] == layout.FACE_UP, state.grid[b], 0)
             sums = shown.sum(axis=1)
-            highs = np.where(state.slot_state[b] == FACE_UP, state.grid[b], -99).max(axis=1)
+            highs = np.where(state.slot_state[b] == layout.FACE_UP, state.grid[b], -99).max(axis=1)
             best = (sums == sums.max()) & (highs == highs[sums == sums.max()].max())
-            assert best[state.game[b, STARTER]]
+            assert best[state.game[b, layout.STARTER]]
             counts["later rounds"] += 1
-            counts["not the finisher"] += int(state.game[b, STARTER] != finishers[b])
+            counts["not the finisher"] += int(state.game[b, layout.STARTER] != finishers[b])
 
     play_out(state, policy, check)
     assert counts["later rounds"] > 20
@@ -298,14 +278,14 @@ def test_empty_draw_pile__reshuffles_in_play_without_losing_cards(mode):
     def check(before, events):
         assert_all_conserved(state)
         refilled = (
-            (before.game[:, PHASE] == Phase.CHOOSE_SOURCE)
-            & (before.game[:, DRAW_SIZE] == 0)
-            & (state.game[:, PHASE] == Phase.PLACE_DRAWN)
+            (before.game[:, layout.PHASE] == Phase.CHOOSE_SOURCE)
+            & (before.game[:, layout.DRAW_SIZE] == 0)
+            & (state.game[:, layout.PHASE] == Phase.PLACE_DRAWN)
         )
         for b in np.flatnonzero(refilled):
             old_pile = before.discard_pile_of(b)
-            assert state.game[b, DISCARD_SIZE] == 1
-            assert state.game[b, DRAW_SIZE] == old_pile.size - 2
+            assert state.game[b, layout.DISCARD_SIZE] == 1
+            assert state.game[b, layout.DRAW_SIZE] == old_pile.size - 2
             seen["reshuffles"] += 1
             seen["same top"] += int(state.discard_pile_of(b)[0] == old_pile[-1])
 
@@ -328,14 +308,14 @@ def test_final_reveal_elimination__clears_columns_in_seat_then_column_order(
     grids = [SUM_10, "3 1 6 0 / 3 4 6 5 / h3 -1 h6 2", "5 9 1 0 / 4 9 1 1 / 6 h9 0 h2"]
     # the finisher's total reaches the target, so the piles stay as the round left them
     state, events = end_round_by_reveal(rules, grids, finisher=0, slot=11, totals=[95, 0, 0])
-    assert events & EVENT_GAME_ENDED
+    assert events & layout.EVENT_GAME_ENDED
     if final_reveal_elimination:
         assert state.discard_pile_of(0).tolist() == [7, 3, 3, 3, 6, 6, 6, 9, 9, 9]
-        assert state.seat[0, :, RAW_SCORE].tolist() == [10, 11, 20]
+        assert state.seat[0, :, layout.RAW_SCORE].tolist() == [10, 11, 20]
     else:
         assert state.discard_pile_of(0).tolist() == [7]
-        assert state.seat[0, :, RAW_SCORE].tolist() == [10, 11 + 9 + 18, 20 + 27]
-        assert (state.final_slot_state[0] == FACE_UP).all()
+        assert state.seat[0, :, layout.RAW_SCORE].tolist() == [10, 11 + 9 + 18, 20 + 27]
+        assert (state.final_slot_state[0] == layout.FACE_UP).all()
     assert_conserved(state)
 
 
@@ -356,8 +336,8 @@ def test_finisher_penalty_mode__scores_a_beaten_finisher(changes, finisher_score
     state, _ = end_round_by_reveal(
         rules, [SUM_30, "0 1 -1 0 / 1 0 0 -1 / -1 2 0 h0"], finisher=0, slot=11
     )
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [finisher_score, 1]
-    assert state.seat[0, 0, TIMES_PENALISED] == int(finisher_score != 30)
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [finisher_score, 1]
+    assert state.seat[0, 0, layout.TIMES_PENALISED] == int(finisher_score != 30)
 
 
 @pytest.mark.parametrize(
@@ -374,7 +354,7 @@ def test_finisher_penalty_condition__tie_counts_only_for_other_le(
 ):
     rules = SkyjoRules(finisher_penalty_condition=condition)
     state, _ = end_round_by_reveal(rules, [SUM_10, other], finisher=0, slot=11)
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [finisher_score, other_raw]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [finisher_score, other_raw]
 
 
 @pytest.mark.parametrize(("only_if_positive", "finisher_score"), [(True, 0), (False, 5)])
@@ -388,7 +368,7 @@ def test_finisher_penalty_only_if_positive__spares_a_zero_finisher(
     )
     grids = [". . . 1 / . . . -1 / . . . 0", ". . . -2 / . . . 0 / . . . h0"]
     state, _ = end_round_by_reveal(rules, grids, finisher=0, slot=11)
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [finisher_score, -2]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [finisher_score, -2]
 
 
 # ---------------------------------------------------------------- game length
@@ -401,18 +381,18 @@ def test_target_score__game_ends_after_the_first_round_reaching_it(target):
     rounds = Counter()
 
     def check(before, events):
-        for b in np.flatnonzero(events & EVENT_ROUND_ENDED):
-            top = state.seat[b, :, TOTAL].max()
-            assert bool(events[b] & EVENT_GAME_ENDED) == (top >= target)
-            rounds[int(state.game[b, ROUND])] += 1
+        for b in np.flatnonzero(events & layout.EVENT_ROUND_ENDED):
+            top = state.seat[b, :, layout.TOTAL].max()
+            assert bool(events[b] & layout.EVENT_GAME_ENDED) == (top >= target)
+            rounds[int(state.game[b, layout.ROUND])] += 1
 
     play_out(state, np.random.default_rng(target + 1), check)
     assert (state.total_scores.max(axis=1) >= target).all()
     if target == 1:
         # ends after round 1 unless every total is still <= 0
-        assert (state.game[:, ROUND] == 1).mean() > 0.8
+        assert (state.game[:, layout.ROUND] == 1).mean() > 0.8
     if target == 250:
-        assert state.game[:, ROUND].mean() > 2
+        assert state.game[:, layout.ROUND].mean() > 2
 
 
 @pytest.mark.parametrize("max_rounds", [1, 3])
@@ -420,7 +400,7 @@ def test_max_rounds__ends_the_game_after_that_many_rounds(max_rounds):
     rules = SkyjoRules(max_rounds=max_rounds, target_score=10_000)
     state = new_games(rules, 16, seed=max_rounds)
     play_out(state, np.random.default_rng(0))
-    assert (state.game[:, ROUND] == max_rounds).all()
+    assert (state.game[:, layout.ROUND] == max_rounds).all()
     assert not state.truncated.any()
     assert (state.total_scores < 10_000).all()
 
@@ -431,7 +411,7 @@ def test_max_rounds__none_still_ends_a_game_after_the_hard_cap():
     assert rules.max_rounds is None
     state = new_games(rules, 3, seed=41)
     play_out(state, np.random.default_rng(42), max_steps=40_000)
-    assert (state.game[:, ROUND] == MAX_ROUNDS).all()
+    assert (state.game[:, layout.ROUND] == MAX_ROUNDS).all()
     assert not state.truncated.any()
     assert (state.total_scores < -1000).all()
 
@@ -444,10 +424,10 @@ def test_max_turns_per_round__truncates_the_game_without_scoring():
     while not state.all_over:
         seen_events |= step(state, random_actions(state, policy))
     assert state.truncated.all()
-    assert (state.game[:, TRUNCATED] == 1).all()
-    assert (seen_events == EVENT_GAME_ENDED | EVENT_TRUNCATED).all()
-    assert (state.game[:, TURN] == 5).all()
-    assert (state.game[:, ROUND] == 0).all()
+    assert (state.game[:, layout.TRUNCATED] == 1).all()
+    assert (seen_events == layout.EVENT_GAME_ENDED | layout.EVENT_TRUNCATED).all()
+    assert (state.game[:, layout.TURN] == 5).all()
+    assert (state.game[:, layout.ROUND] == 0).all()
     assert (state.total_scores == 0).all()
     assert not legal_action_mask(state).any()
 
@@ -460,16 +440,16 @@ def test_max_turns_per_round__counts_turns_per_round():
     score_sums = np.zeros((64, 2), np.int64)
 
     def check(before, events):
-        ended = (events & EVENT_ROUND_ENDED) != 0
+        ended = (events & layout.EVENT_ROUND_ENDED) != 0
         ended_rounds[ended] += 1
-        score_sums[ended] += state.seat[ended, :, ROUND_SCORE]
-        assert (state.game[~state.game_over, TURN] < 6).all()
+        score_sums[ended] += state.seat[ended, :, layout.ROUND_SCORE]
+        assert (state.game[~state.game_over, layout.TURN] < 6).all()
 
     play_out(state, np.random.default_rng(24), check)
     truncated = state.truncated
     assert truncated.any()
-    assert (state.game[truncated, TURN] == 6).all()
-    assert (state.game[:, ROUND] == ended_rounds).all()
+    assert (state.game[truncated, layout.TURN] == 6).all()
+    assert (state.game[:, layout.ROUND] == ended_rounds).all()
     assert ended_rounds[truncated].max() >= 1  # a scored round, then a cut one
     np.testing.assert_array_equal(state.total_scores, score_sums)
 
@@ -486,10 +466,10 @@ def test_deck__a_custom_deck_deals_only_its_cards():
 
     def check(before, events):
         assert_all_conserved(state)
-        live = state.slot_state != CLEARED
+        live = state.slot_state != layout.CLEARED
         values.update(np.unique(state.grid[live]).tolist())
         assert set(np.unique(state.final_grid).tolist()) <= {-5, 0, 20}
 
     play_out(state, np.random.default_rng(32), check)
     assert values == {-5, 0, 20}
-    assert (state.seat[:, :, RAW_SCORE] % 5 == 0).all()
+    assert (state.seat[:, :, layout.RAW_SCORE] % 5 == 0).all()

@@ -13,7 +13,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from skyjo_env.core import kernels
+from skyjo_env.core import kernels, layout
 from skyjo_env.core.actions import ActionKind, Phase, action_id
 from skyjo_env.core.engine import (
     IllegalActionError,
@@ -23,30 +23,6 @@ from skyjo_env.core.engine import (
     rules_params,
     step,
     winners,
-)
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    LINES_ELIMINATED,
-    PHASE,
-    PREV_FINISHER,
-    RAW_SCORE,
-    REVEALS_DONE,
-    ROUND,
-    ROUND_SCORE,
-    ROUNDS_FINISHED,
-    STARTER,
-    TIMES_PENALISED,
-    TOTAL,
-    TURN,
 )
 from skyjo_env.core.rules import SkyjoRules
 
@@ -65,13 +41,13 @@ def parse_grid(text: str, rules: SkyjoRules) -> tuple[list[int], list[int]]:
     for token in tokens:
         if token == ".":
             values.append(0)
-            states.append(CLEARED)
+            states.append(layout.CLEARED)
         elif token.startswith("h"):
             values.append(int(token[1:]))
-            states.append(HIDDEN)
+            states.append(layout.HIDDEN)
         else:
             values.append(int(token))
-            states.append(FACE_UP)
+            states.append(layout.FACE_UP)
     return values, states
 
 
@@ -117,31 +93,31 @@ def build_state(
         values, states = parse_grid(text, rules)
         state.grid[0, p] = values
         state.slot_state[0, p] = states
-        used += [v for v, s in zip(values, states, strict=True) if s != CLEARED]
+        used += [v for v, s in zip(values, states, strict=True) if s != layout.CLEARED]
     if draw is None:
         draw = remaining_cards(rules, used) + list(reversed(draw_top))
     state.draw_pile[0, : len(draw)] = draw
     state.discard_pile[0, : len(discard)] = discard
     game = state.game[0]
-    game[DRAW_SIZE] = len(draw)
-    game[DISCARD_SIZE] = len(discard)
-    game[PHASE] = phase
-    game[CURRENT] = current
-    game[FINISHER] = finisher
-    game[HELD] = 0 if held is None else held
-    game[TURN] = 10
-    game[REVEALS_DONE] = rules.num_players * rules.initial_reveals
+    game[layout.DRAW_SIZE] = len(draw)
+    game[layout.DISCARD_SIZE] = len(discard)
+    game[layout.PHASE] = phase
+    game[layout.CURRENT] = current
+    game[layout.FINISHER] = finisher
+    game[layout.HELD] = 0 if held is None else held
+    game[layout.TURN] = 10
+    game[layout.REVEALS_DONE] = rules.num_players * rules.initial_reveals
     if totals is not None:
-        state.seat[0, :, TOTAL] = totals
+        state.seat[0, :, layout.TOTAL] = totals
     return state
 
 
 def card_multiset(state, b: int = 0) -> Counter:
     """Every card of game ``b``: grids (not cleared), both piles and a held card."""
-    cards = state.grid[b][state.slot_state[b] != CLEARED].tolist()
+    cards = state.grid[b][state.slot_state[b] != layout.CLEARED].tolist()
     cards += state.draw_pile_of(b).tolist() + state.discard_pile_of(b).tolist()
-    if state.game[b, PHASE] in (Phase.PLACE_DRAWN, Phase.PLACE_DISCARD):
-        cards.append(int(state.game[b, HELD]))
+    if state.game[b, layout.PHASE] in (Phase.PLACE_DRAWN, Phase.PLACE_DISCARD):
+        cards.append(int(state.game[b, layout.HELD]))
     return Counter(cards)
 
 
@@ -199,11 +175,11 @@ def end_round_by_reveal(rules, grids, finisher, slot, totals=None):
         totals=totals,
     )
     (events,) = play(state, reveal(rules, slot))
-    assert events & EVENT_ROUND_ENDED
+    assert events & layout.EVENT_ROUND_ENDED
     # the raw scores are the sums of the grids the round ended with; the penalised
     # scores are checked against hand-written answers by each test
-    kept = np.where(state.final_slot_state[0] != CLEARED, state.final_grid[0], 0)
-    assert state.seat[0, :, RAW_SCORE].tolist() == kept.sum(axis=1).tolist()
+    kept = np.where(state.final_slot_state[0] != layout.CLEARED, state.final_grid[0], 0)
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == kept.sum(axis=1).tolist()
     return state, events
 
 
@@ -225,12 +201,12 @@ def test_vector_01_finisher_penalty__tie_with_another_seat_doubles_the_finisher(
     rules = SkyjoRules(num_players=3)
     grids = [SUM_10, "3 0 2 0 / 4 4 0 5 / 2 -1 h3 2", "0 1 2 0 / 1 0 0 1 / 2 1 0 h2"]
     state, events = end_round_by_reveal(rules, grids, finisher=0, slot=11)
-    assert not events & EVENT_GAME_ENDED
-    assert state.seat[0, :, RAW_SCORE].tolist() == [10, 24, 10]
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [20, 24, 10]
-    assert state.seat[0, :, TOTAL].tolist() == [20, 24, 10]
-    assert state.seat[0, :, TIMES_PENALISED].tolist() == [1, 0, 0]
-    assert state.seat[0, :, ROUNDS_FINISHED].tolist() == [1, 0, 0]
+    assert not events & layout.EVENT_GAME_ENDED
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == [10, 24, 10]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [20, 24, 10]
+    assert state.seat[0, :, layout.TOTAL].tolist() == [20, 24, 10]
+    assert state.seat[0, :, layout.TIMES_PENALISED].tolist() == [1, 0, 0]
+    assert state.seat[0, :, layout.ROUNDS_FINISHED].tolist() == [1, 0, 0]
     assert penalty([10, 24, 10], 0, rules) == [20, 24, 10]
 
 
@@ -238,8 +214,8 @@ def test_vector_02_finisher_penalty__strictly_lowest_finisher_keeps_the_score():
     rules = SkyjoRules()
     grids = [SUM_10, "0 1 2 0 / 1 0 0 1 / 2 1 0 h3"]
     state, _ = end_round_by_reveal(rules, grids, finisher=0, slot=11)
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [10, 11]
-    assert state.seat[0, 0, TIMES_PENALISED] == 0
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [10, 11]
+    assert state.seat[0, 0, layout.TIMES_PENALISED] == 0
     assert penalty([10, 11], 0, rules) == [10, 11]
 
 
@@ -250,8 +226,8 @@ def test_vector_03_finisher_penalty__negative_score_only_doubled_without_positiv
     rules = SkyjoRules(finisher_penalty_only_if_positive=only_if_positive)
     grids = [". . . -2 / . . . -1 / . . . -1", ". . . -2 / . . . -2 / . . . h-1"]
     state, _ = end_round_by_reveal(rules, grids, finisher=0, slot=11)
-    assert state.seat[0, :, RAW_SCORE].tolist() == [-4, -5]
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [expected, -5]
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == [-4, -5]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [expected, -5]
     assert penalty([-4, -5], 0, rules) == [expected, -5]
 
 
@@ -260,8 +236,8 @@ def test_vector_04_finisher_penalty__zero_stays_zero(only_if_positive):
     rules = SkyjoRules(finisher_penalty_only_if_positive=only_if_positive)
     grids = [". . . 1 / . . . -1 / . . . 0", ". . . -2 / . . . 0 / . . . h0"]
     state, _ = end_round_by_reveal(rules, grids, finisher=0, slot=11)
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [0, -2]
-    assert state.seat[0, 0, TIMES_PENALISED] == 0
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [0, -2]
+    assert state.seat[0, 0, layout.TIMES_PENALISED] == 0
 
 
 @pytest.mark.parametrize(
@@ -279,9 +255,9 @@ def test_vector_05_finisher_penalty__modes(mode, multiplier, flat, expected):
     )
     grids = [SUM_30, "0 1 -1 0 / 1 0 0 -1 / -1 2 0 h0"]
     state, _ = end_round_by_reveal(rules, grids, finisher=0, slot=11)
-    assert state.seat[0, :, RAW_SCORE].tolist() == [30, 1]
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [expected, 1]
-    assert state.seat[0, 0, TIMES_PENALISED] == 1
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == [30, 1]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [expected, 1]
+    assert state.seat[0, 0, layout.TIMES_PENALISED] == 1
     assert penalty([30, 1], 0, rules) == [expected, 1]
 
 
@@ -293,21 +269,21 @@ def test_vector_06_column_elimination__taken_discard_completes_a_column():
     grids = ["5 1 2 3 / 5 4 6 7 / 9 2 3 h4", "1 2 3 4 / 2 3 4 5 / 3 4 5 h6"]
     state = build_state(rules, grids, discard=[8, 2, 5])
     play(state, take(rules))
-    assert state.game[0, PHASE] == Phase.PLACE_DISCARD
-    assert state.game[0, HELD] == 5
+    assert state.game[0, layout.PHASE] == Phase.PLACE_DISCARD
+    assert state.game[0, layout.HELD] == 5
     play(state, place(rules, 8))
     assert state.discard_pile_of(0).tolist() == [8, 2, 9, 5, 5, 5]
-    assert state.slot_state[0, 0, [0, 4, 8]].tolist() == [CLEARED] * 3
-    assert state.seat[0, 0, LINES_ELIMINATED] == 1
-    assert state.game[0, FINISHER] == -1  # slot 11 is still face down
-    assert state.game[0, CURRENT] == 1
+    assert state.slot_state[0, 0, [0, 4, 8]].tolist() == [layout.CLEARED] * 3
+    assert state.seat[0, 0, layout.LINES_ELIMINATED] == 1
+    assert state.game[0, layout.FINISHER] == -1  # slot 11 is still face down
+    assert state.game[0, layout.CURRENT] == 1
     # seat 1 finishes, seat 0 plays the last turn; the cleared column scores nothing
     play(state, *turn_reveal(rules, 11))
-    assert state.game[0, FINISHER] == 1
+    assert state.game[0, layout.FINISHER] == 1
     events = play(state, *turn_reveal(rules, 11))
-    assert events[-1] & EVENT_ROUND_ENDED
-    assert state.seat[0, :, RAW_SCORE].tolist() == [1 + 2 + 3 + 4 + 6 + 7 + 2 + 3 + 4, 42]
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [32, 84]
+    assert events[-1] & layout.EVENT_ROUND_ENDED
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == [1 + 2 + 3 + 4 + 6 + 7 + 2 + 3 + 4, 42]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [32, 84]
 
 
 def test_vector_07_column_elimination__revealing_after_a_discard_completes_a_column():
@@ -315,15 +291,15 @@ def test_vector_07_column_elimination__revealing_after_a_discard_completes_a_col
     grids = ["1 2 3 4 / 2 1 3 5 / 4 5 h3 h6", "1 2 3 4 / 2 3 4 5 / 3 4 5 h6"]
     state = build_state(rules, grids, discard=[8], draw_top=[7])
     play(state, draw(rules))
-    assert state.game[0, PHASE] == Phase.PLACE_DRAWN
-    assert state.game[0, HELD] == 7
+    assert state.game[0, layout.PHASE] == Phase.PLACE_DRAWN
+    assert state.game[0, layout.HELD] == 7
     play(state, discard_drawn(rules))
     assert state.discard_pile_of(0).tolist() == [8, 7]
     play(state, reveal(rules, 10))
     assert state.discard_pile_of(0).tolist() == [8, 7, 3, 3, 3]
-    assert state.slot_state[0, 0, [2, 6, 10]].tolist() == [CLEARED] * 3
-    assert state.slot_state[0, 0, 11] == HIDDEN
-    assert state.game[0, CURRENT] == 1
+    assert state.slot_state[0, 0, [2, 6, 10]].tolist() == [layout.CLEARED] * 3
+    assert state.slot_state[0, 0, 11] == layout.HIDDEN
+    assert state.game[0, layout.CURRENT] == 1
 
 
 @pytest.mark.parametrize(
@@ -336,15 +312,15 @@ def test_vector_08_final_reveal__elimination_at_the_reveal_changes_the_penalty(
     rules = SkyjoRules(final_reveal_elimination=final_reveal_elimination)
     grids = [SUM_10, "8 1 0 2 / 8 0 1 -1 / h8 2 0 h1"]
     state, _ = end_round_by_reveal(rules, grids, finisher=0, slot=11)
-    assert state.seat[0, :, RAW_SCORE].tolist() == raw
-    assert state.seat[0, :, ROUND_SCORE].tolist() == scores
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == raw
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == scores
     column_state = state.final_slot_state[0, 1, [0, 4, 8]].tolist()
     if final_reveal_elimination:
-        assert column_state == [CLEARED] * 3
-        assert state.seat[0, 1, LINES_ELIMINATED] == 1
+        assert column_state == [layout.CLEARED] * 3
+        assert state.seat[0, 1, layout.LINES_ELIMINATED] == 1
     else:
-        assert column_state == [FACE_UP] * 3
-        assert state.seat[0, 1, LINES_ELIMINATED] == 0
+        assert column_state == [layout.FACE_UP] * 3
+        assert state.seat[0, 1, layout.LINES_ELIMINATED] == 0
 
 
 @pytest.mark.parametrize("final_reveal_elimination", [True, False])
@@ -352,9 +328,9 @@ def test_vector_09_column_elimination__minus_two_column_is_removed(final_reveal_
     rules = SkyjoRules(final_reveal_elimination=final_reveal_elimination)
     grids = ["-2 1 2 0 / -2 0 1 3 / h-2 2 0 1", SUM_30]
     state, _ = end_round_by_reveal(rules, grids, finisher=1, slot=8)
-    assert state.final_slot_state[0, 0, [0, 4, 8]].tolist() == [CLEARED] * 3
-    assert state.seat[0, :, RAW_SCORE].tolist() == [10, 30]
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [10, 60]
+    assert state.final_slot_state[0, 0, [0, 4, 8]].tolist() == [layout.CLEARED] * 3
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == [10, 30]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [10, 60]
 
 
 def test_vector_10_finishing__clearing_the_last_face_down_card_finishes():
@@ -362,10 +338,10 @@ def test_vector_10_finishing__clearing_the_last_face_down_card_finishes():
     grids = ["4 1 2 3 / 4 2 3 5 / h4 3 5 6", "1 2 3 4 / 2 3 4 5 / 3 4 5 h6"]
     state = build_state(rules, grids, discard=[8, 9], phase=Phase.REVEAL_AFTER_DISCARD)
     play(state, reveal(rules, 8))
-    assert state.slot_state[0, 0, [0, 4, 8]].tolist() == [CLEARED] * 3
-    assert state.game[0, FINISHER] == 0
-    assert state.game[0, CURRENT] == 1
-    assert state.game[0, PHASE] == Phase.CHOOSE_SOURCE
+    assert state.slot_state[0, 0, [0, 4, 8]].tolist() == [layout.CLEARED] * 3
+    assert state.game[0, layout.FINISHER] == 0
+    assert state.game[0, layout.CURRENT] == 1
+    assert state.game[0, layout.PHASE] == Phase.CHOOSE_SOURCE
 
 
 def test_vector_10_finishing__an_emptied_grid_finishes_and_scores_zero():
@@ -373,12 +349,12 @@ def test_vector_10_finishing__an_emptied_grid_finishes_and_scores_zero():
     grids = ["4 . . . / 4 . . . / h4 . . .", "1 2 3 4 / 2 3 4 5 / 3 4 5 h6"]
     state = build_state(rules, grids, discard=[8, 9], phase=Phase.REVEAL_AFTER_DISCARD)
     play(state, reveal(rules, 8))
-    assert (state.slot_state[0, 0] == CLEARED).all()
-    assert state.game[0, FINISHER] == 0
+    assert (state.slot_state[0, 0] == layout.CLEARED).all()
+    assert state.game[0, layout.FINISHER] == 0
     events = play(state, *turn_reveal(rules, 11))
-    assert events[-1] & EVENT_ROUND_ENDED
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [0, 42]
-    assert state.seat[0, :, ROUNDS_FINISHED].tolist() == [1, 0]
+    assert events[-1] & layout.EVENT_ROUND_ENDED
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [0, 42]
+    assert state.seat[0, :, layout.ROUNDS_FINISHED].tolist() == [1, 0]
 
 
 # ---------------------------------------------------------------- vector 11: final lap
@@ -395,29 +371,29 @@ def test_vector_11_final_lap__seats_after_the_finisher_play_once_and_finisher_st
     state = build_state(rules, grids, discard=[7], current=2)
     movers = []
     for slot in (11, 11, 11, 11):
-        movers.append(int(state.game[0, CURRENT]))
+        movers.append(int(state.game[0, layout.CURRENT]))
         events = play(state, *turn_reveal(rules, slot))
         if movers[-1] == 2:
-            assert state.game[0, FINISHER] == 2
+            assert state.game[0, layout.FINISHER] == 2
     assert movers == [2, 3, 0, 1]
-    assert events[-1] & EVENT_ROUND_ENDED
-    assert not events[-1] & EVENT_GAME_ENDED
+    assert events[-1] & layout.EVENT_ROUND_ENDED
+    assert not events[-1] & layout.EVENT_GAME_ENDED
     # seat 0 also revealed everything, but seat 2 is the only finisher
-    assert state.seat[0, :, ROUNDS_FINISHED].tolist() == [0, 0, 1, 0]
-    assert state.game[0, PREV_FINISHER] == 2
-    assert state.game[0, ROUND] == 1
-    assert state.seat[0, :, RAW_SCORE].tolist() == [18, 30, 6, 42]
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [18, 30, 6, 42]
+    assert state.seat[0, :, layout.ROUNDS_FINISHED].tolist() == [0, 0, 1, 0]
+    assert state.game[0, layout.PREV_FINISHER] == 2
+    assert state.game[0, layout.ROUND] == 1
+    assert state.seat[0, :, layout.RAW_SCORE].tolist() == [18, 30, 6, 42]
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [18, 30, 6, 42]
     # next round: the initial reveals (seats 0, 1, 2, 3, 0, ...), then seat 2 starts
-    assert state.game[0, PHASE] == Phase.INITIAL_REVEAL
+    assert state.game[0, layout.PHASE] == Phase.INITIAL_REVEAL
     revealers = []
-    while state.game[0, PHASE] == Phase.INITIAL_REVEAL:
-        revealers.append(int(state.game[0, CURRENT]))
+    while state.game[0, layout.PHASE] == Phase.INITIAL_REVEAL:
+        revealers.append(int(state.game[0, layout.CURRENT]))
         slot = int(np.flatnonzero(legal_action_mask(state)[0])[0])
         play(state, slot)
     assert revealers == [0, 1, 2, 3, 0, 1, 2, 3]
-    assert state.game[0, STARTER] == 2
-    assert state.game[0, CURRENT] == 2
+    assert state.game[0, layout.STARTER] == 2
+    assert state.game[0, layout.CURRENT] == 2
 
 
 def _turn_movers_by_round(rules, seed, games):
@@ -429,14 +405,14 @@ def _turn_movers_by_round(rules, seed, games):
     while not state.all_over:
         mask = legal_action_mask(state)
         actions = np.where(state.game_over, -1, np.argmax(policy.random(mask.shape) * mask, axis=1))
-        starting_turn = state.game[:, PHASE] == Phase.CHOOSE_SOURCE
+        starting_turn = state.game[:, layout.PHASE] == Phase.CHOOSE_SOURCE
         for b in np.flatnonzero(starting_turn):
-            rounds[b][-1]["movers"].append(int(state.game[b, CURRENT]))
-        finisher = state.game[:, FINISHER].copy()
+            rounds[b][-1]["movers"].append(int(state.game[b, layout.CURRENT]))
+        finisher = state.game[:, layout.FINISHER].copy()
         events = step(state, actions)
-        for b in np.flatnonzero(events & EVENT_ROUND_ENDED):
+        for b in np.flatnonzero(events & layout.EVENT_ROUND_ENDED):
             rounds[b][-1]["finisher"] = int(finisher[b])
-            if not events[b] & EVENT_GAME_ENDED:
+            if not events[b] & layout.EVENT_GAME_ENDED:
                 rounds[b].append({"movers": [], "finisher": None})
     assert not state.truncated.any()
     return rounds
@@ -482,11 +458,11 @@ def first_round_starter(rules, first_cards, seed):
         assert state.grid[0, p, : len(cards)].tolist() == list(cards)
     for slot in (0, 1):
         for seat in range(rules.num_players):
-            assert state.game[0, CURRENT] == seat
+            assert state.game[0, layout.CURRENT] == seat
             play(state, reveal(rules, slot))
-    assert state.game[0, PHASE] == Phase.CHOOSE_SOURCE
-    assert state.game[0, CURRENT] == state.game[0, STARTER]
-    return int(state.game[0, STARTER])
+    assert state.game[0, layout.PHASE] == Phase.CHOOSE_SOURCE
+    assert state.game[0, layout.CURRENT] == state.game[0, layout.STARTER]
+    return int(state.game[0, layout.STARTER])
 
 
 @pytest.mark.parametrize(
@@ -537,11 +513,11 @@ def test_vector_13_empty_draw_pile__keep_top_reshuffles_the_rest():
         assert state.deck.size == 28
         assert_conserved(state)
         play(state, draw(rules))
-        held = int(state.game[0, HELD])
+        held = int(state.game[0, layout.HELD])
         pile = state.draw_pile_of(0).tolist()
         assert state.discard_pile_of(0).tolist() == [9]
         assert sorted(pile + [held]) == [1, 3, 7]
-        assert state.game[0, DRAW_SIZE] == 2
+        assert state.game[0, layout.DRAW_SIZE] == 2
         orders.add((*pile, held))
     assert len(orders) == 6  # every order of {3, 7, 1} occurs over the seeds
 
@@ -554,8 +530,8 @@ def test_vector_13_empty_draw_pile__reshuffle_all_flips_a_new_top():
         play(state, draw(rules))
         (top,) = state.discard_pile_of(0).tolist()
         pile = state.draw_pile_of(0).tolist()
-        assert sorted(pile + [top, int(state.game[0, HELD])]) == [1, 3, 7, 9]
-        assert state.game[0, DRAW_SIZE] == 2
+        assert sorted(pile + [top, int(state.game[0, layout.HELD])]) == [1, 3, 7, 9]
+        assert state.game[0, layout.DRAW_SIZE] == 2
         tops.add(top)
     assert tops == {1, 3, 7, 9}
 
@@ -568,19 +544,19 @@ def test_vector_13_empty_draw_pile__all_150_cards_stay_in_play(mode):
     rest = remaining_cards(rules, cards)
     rest.remove(9)
     state = build_state(rules, grids, discard=rest + [9], draw=[])
-    assert state.game[0, DISCARD_SIZE] == 126
+    assert state.game[0, layout.DISCARD_SIZE] == 126
     assert_conserved(state)
     play(state, draw(rules))
-    assert state.game[0, DISCARD_SIZE] == 1
-    assert state.game[0, DRAW_SIZE] == 124
+    assert state.game[0, layout.DISCARD_SIZE] == 1
+    assert state.game[0, layout.DRAW_SIZE] == 124
     if mode == "reshuffle_keep_top":
         assert state.discard_pile_of(0).tolist() == [9]
-        pile = state.draw_pile_of(0).tolist() + [int(state.game[0, HELD])]
+        pile = state.draw_pile_of(0).tolist() + [int(state.game[0, layout.HELD])]
         assert Counter(pile) == Counter(rest)
         assert pile != rest  # shuffled, not kept in order
     # play on: the game goes on normally with 150 cards (checked by `play`)
     play(state, discard_drawn(rules), reveal(rules, 11), *turn_reveal(rules, 11))
-    assert state.game[0, ROUND] == 1
+    assert state.game[0, layout.ROUND] == 1
 
 
 # ---------------------------------------------------------------- vector 14: game end
@@ -601,24 +577,24 @@ def test_vector_14_game_end__a_total_reaching_the_target_ends_the_game(totals, o
     rules = SkyjoRules(num_players=4)
     grids = [FLAT_GRID] * 3 + [". . . 0 / . . . 1 / . . . h-1"]
     state, events = end_round_by_reveal(rules, grids, finisher=0, slot=11, totals=totals)
-    assert state.seat[0, :, ROUND_SCORE].tolist() == [0, 0, 0, 0]
-    assert state.seat[0, :, TOTAL].tolist() == totals
-    assert bool(events & EVENT_GAME_ENDED) == over
+    assert state.seat[0, :, layout.ROUND_SCORE].tolist() == [0, 0, 0, 0]
+    assert state.seat[0, :, layout.TOTAL].tolist() == totals
+    assert bool(events & layout.EVENT_GAME_ENDED) == over
     assert bool(state.game_over[0]) == over
     if over:
         assert winners(state, 0) == winning
         assert not legal_action_mask(state).any()
     else:
-        assert state.game[0, PHASE] == Phase.INITIAL_REVEAL
-        assert state.game[0, ROUND] == 1
+        assert state.game[0, layout.PHASE] == Phase.INITIAL_REVEAL
+        assert state.game[0, layout.ROUND] == 1
 
 
 def test_vector_14_game_end__round_score_pushes_the_total_to_exactly_the_target():
     rules = SkyjoRules()
     grids = [SUM_10, "0 1 2 0 / 1 0 0 1 / 2 1 0 h3"]
     state, events = end_round_by_reveal(rules, grids, finisher=0, slot=11, totals=[90, 0])
-    assert state.seat[0, :, TOTAL].tolist() == [100, 11]
-    assert events & EVENT_GAME_ENDED
+    assert state.seat[0, :, layout.TOTAL].tolist() == [100, 11]
+    assert events & layout.EVENT_GAME_ENDED
     assert winners(state, 0) == [1]
 
 
@@ -630,13 +606,13 @@ def test_vector_15_row_elimination__crossing_column_and_row_go_together():
     grids = ["h1 1 1 1 / 1 2 6 9 / 1 3 7 10", "1 2 3 4 / 2 3 4 5 / 3 4 5 h6"]
     state = build_state(rules, grids, discard=[8, 12], phase=Phase.REVEAL_AFTER_DISCARD)
     play(state, reveal(rules, 0))
-    cleared = np.flatnonzero(state.slot_state[0, 0] == CLEARED).tolist()
+    cleared = np.flatnonzero(state.slot_state[0, 0] == layout.CLEARED).tolist()
     assert cleared == [0, 1, 2, 3, 4, 8]
-    remaining = np.flatnonzero(state.slot_state[0, 0] != CLEARED).tolist()
+    remaining = np.flatnonzero(state.slot_state[0, 0] != layout.CLEARED).tolist()
     assert remaining == [5, 6, 7, 9, 10, 11]
     assert state.discard_pile_of(0).tolist() == [8, 12, 1, 1, 1, 1, 1, 1]
-    assert state.seat[0, 0, LINES_ELIMINATED] == 2
-    assert state.game[0, FINISHER] == 0  # nothing face down is left
+    assert state.seat[0, 0, layout.LINES_ELIMINATED] == 2
+    assert state.game[0, layout.FINISHER] == 0  # nothing face down is left
 
 
 # ---------------------------------------------------------------- vector 16: illegal

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import (
     legal_action_mask,
@@ -16,18 +17,6 @@ from skyjo_env.core.engine import (
     reset,
     step,
     unseen_counts,
-)
-from skyjo_env.core.layout import (
-    CLEARED,
-    CURRENT,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    FACE_UP,
-    FINISHER,
-    HELD,
-    HIDDEN,
-    PHASE,
-    TOTAL,
 )
 from skyjo_env.core.rules import SkyjoRules, load_rules
 from skyjo_env.encoding import ObservationEncoder
@@ -74,18 +63,18 @@ def test_encoder__hidden_info_does_not_leak(name):
         shuffled = state.copy()
         for b in range(state.batch_size):
             # the draw pile, in another order
-            size = shuffled.game[b, DRAW_SIZE]
+            size = shuffled.game[b, layout.DRAW_SIZE]
             shuffled.draw_pile[b, :size] = rng.permutation(shuffled.draw_pile[b, :size])
             # one opponent's face-down cards, in another order
             seat = rng.integers(rules.num_players)
-            hidden = np.flatnonzero(shuffled.slot_state[b, seat] == HIDDEN)
+            hidden = np.flatnonzero(shuffled.slot_state[b, seat] == layout.HIDDEN)
             shuffled.grid[b, seat, hidden] = rng.permutation(shuffled.grid[b, seat, hidden])
         np.testing.assert_array_equal(all_observations(encoder, shuffled), before)
         # every unseen card traded places with any other: draw pile and all face-down cards
         pooled = state.copy()
         for b in range(state.batch_size):
-            size = pooled.game[b, DRAW_SIZE]
-            where = np.argwhere(pooled.slot_state[b] == HIDDEN)
+            size = pooled.game[b, layout.DRAW_SIZE]
+            where = np.argwhere(pooled.slot_state[b] == layout.HIDDEN)
             values = np.concatenate(
                 [pooled.draw_pile[b, :size], pooled.grid[b, where[:, 0], where[:, 1]]]
             )
@@ -103,7 +92,7 @@ def test_encoder__public_changes_do_change_the_observation():
     encoder = ObservationEncoder(rules)
     state = next(random_states(rules, games=1, steps=1, seed=3))
     before = all_observations(encoder, state)
-    top = state.game[0, DISCARD_SIZE] - 1
+    top = state.game[0, layout.DISCARD_SIZE] - 1
     state.discard_pile[0, top] = 12 if state.discard_pile[0, top] != 12 else -2
     after = all_observations(encoder, state)
     assert (after != before).any(axis=2).all()
@@ -134,17 +123,17 @@ def make_known_state():
     reset(state, [5])
     grid = np.arange(36, dtype=np.int16).reshape(3, 12) % 15 - 2  # values -2..12
     state.grid[0] = grid
-    state.slot_state[0] = HIDDEN
-    state.slot_state[0, 0, [0, 1, 5]] = FACE_UP  # seat 0: -2, -1, 3
-    state.slot_state[0, 1, [2, 3]] = FACE_UP  # seat 1: grid[1] = 10, 11, ... -> slots 2,3
-    state.slot_state[0, 1, [4, 8]] = CLEARED
-    state.slot_state[0, 2, 11] = FACE_UP
-    state.game[0, PHASE] = Phase.PLACE_DISCARD
-    state.game[0, CURRENT] = 1
-    state.game[0, HELD] = 9
-    state.game[0, FINISHER] = 2
-    state.seat[0, :, TOTAL] = [40, -3, 97]
-    state.discard_pile[0, : state.game[0, DISCARD_SIZE]] = 4
+    state.slot_state[0] = layout.HIDDEN
+    state.slot_state[0, 0, [0, 1, 5]] = layout.FACE_UP  # seat 0: -2, -1, 3
+    state.slot_state[0, 1, [2, 3]] = layout.FACE_UP  # seat 1: grid[1] = 10, 11, ... -> slots 2,3
+    state.slot_state[0, 1, [4, 8]] = layout.CLEARED
+    state.slot_state[0, 2, 11] = layout.FACE_UP
+    state.game[0, layout.PHASE] = Phase.PLACE_DISCARD
+    state.game[0, layout.CURRENT] = 1
+    state.game[0, layout.HELD] = 9
+    state.game[0, layout.FINISHER] = 2
+    state.seat[0, :, layout.TOTAL] = [40, -3, 97]
+    state.discard_pile[0, : state.game[0, layout.DISCARD_SIZE]] = 4
     return rules, state
 
 
@@ -156,16 +145,17 @@ def test_encoder__decode_round_trips_known_values():
     grid, slots = state.grid[0], state.slot_state[0]
     order = [(observer + k) % 3 for k in range(3)]  # 2, 0, 1
     np.testing.assert_array_equal(
-        decoded["own_values"][0], np.where(slots[2] == FACE_UP, grid[2], 0)
+        decoded["own_values"][0], np.where(slots[2] == layout.FACE_UP, grid[2], 0)
     )
-    np.testing.assert_array_equal(decoded["own_hidden"][0], slots[2] == HIDDEN)
-    np.testing.assert_array_equal(decoded["own_cleared"][0], slots[2] == CLEARED)
+    np.testing.assert_array_equal(decoded["own_hidden"][0], slots[2] == layout.HIDDEN)
+    np.testing.assert_array_equal(decoded["own_cleared"][0], slots[2] == layout.CLEARED)
     for j, seat in enumerate(order[1:]):
         np.testing.assert_array_equal(
-            decoded["opponent_values"][0, j], np.where(slots[seat] == FACE_UP, grid[seat], 0)
+            decoded["opponent_values"][0, j], np.where(slots[seat] == layout.FACE_UP, grid[seat], 0)
         )
-        np.testing.assert_array_equal(decoded["opponent_hidden"][0, j], slots[seat] == HIDDEN)
-        np.testing.assert_array_equal(decoded["opponent_cleared"][0, j], slots[seat] == CLEARED)
+        hidden, cleared = slots[seat] == layout.HIDDEN, slots[seat] == layout.CLEARED
+        np.testing.assert_array_equal(decoded["opponent_hidden"][0, j], hidden)
+        np.testing.assert_array_equal(decoded["opponent_cleared"][0, j], cleared)
     assert decoded["discard_top"][0] == 4
     # a card taken from the discard pile is public
     assert decoded["has_held_card"][0] and decoded["held_card"][0] == 9
@@ -174,16 +164,16 @@ def test_encoder__decode_round_trips_known_values():
     assert decoded["finisher"][0] == (2 - observer) % 3
     assert decoded["final_lap"][0]
     np.testing.assert_array_equal(decoded["unseen_counts"][0], unseen_counts(state, observer)[0])
-    assert decoded["draw_pile_size"][0] == state.game[0, DRAW_SIZE]
-    assert decoded["discard_pile_size"][0] == state.game[0, DISCARD_SIZE]
-    visible = [int(np.where(slots[p] == FACE_UP, grid[p], 0).sum()) for p in order]
+    assert decoded["draw_pile_size"][0] == state.game[0, layout.DRAW_SIZE]
+    assert decoded["discard_pile_size"][0] == state.game[0, layout.DISCARD_SIZE]
+    visible = [int(np.where(slots[p] == layout.FACE_UP, grid[p], 0).sum()) for p in order]
     np.testing.assert_array_equal(decoded["visible_round_scores"][0], visible)
     np.testing.assert_array_equal(decoded["total_scores"][0], [97, 40, -3])
 
 
 def test_encoder__drawn_card_is_known_only_to_its_holder():
     rules, state = make_known_state()
-    state.game[0, PHASE] = Phase.PLACE_DRAWN
+    state.game[0, layout.PHASE] = Phase.PLACE_DRAWN
     encoder = ObservationEncoder(rules)
     decoded = [encoder.decode(encoder.encode(state, seat)) for seat in range(3)]
     assert decoded[1]["has_held_card"][0] and decoded[1]["held_card"][0] == 9
@@ -198,16 +188,17 @@ def test_encoder__own_grid_first_and_opponents_in_relative_order(players):
     for state in random_states(rules, games=4, steps=40, seed=players):
         for seat in range(players):
             decoded = encoder.decode(encoder.encode(state, seat))
-            face_up = state.slot_state == FACE_UP
+            face_up = state.slot_state == layout.FACE_UP
             values = np.where(face_up, state.grid, 0)
             np.testing.assert_array_equal(decoded["own_values"], values[:, seat])
-            np.testing.assert_array_equal(decoded["own_hidden"], state.slot_state[:, seat] == HIDDEN)
+            hidden = state.slot_state[:, seat] == layout.HIDDEN
+            np.testing.assert_array_equal(decoded["own_hidden"], hidden)
             for j in range(players - 1):
                 other = (seat + 1 + j) % players
                 np.testing.assert_array_equal(decoded["opponent_values"][:, j], values[:, other])
                 np.testing.assert_array_equal(
-                    decoded["opponent_hidden"][:, j], state.slot_state[:, other] == HIDDEN
+                    decoded["opponent_hidden"][:, j], state.slot_state[:, other] == layout.HIDDEN
                 )
             np.testing.assert_array_equal(
-                decoded["current_seat"], (state.game[:, CURRENT] - seat) % players
+                decoded["current_seat"], (state.game[:, layout.CURRENT] - seat) % players
             )

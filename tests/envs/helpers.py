@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import (
-    CLEARED,
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    HELD,
-    NUM_SEAT_FIELDS,
-    PHASE,
-    ROUND_SCORE,
-    TOTAL,
-)
 from skyjo_env.rewards import seat_rewards_into
 
 _HOLDING_PHASES = (int(Phase.PLACE_DRAWN), int(Phase.PLACE_DISCARD))
@@ -57,9 +46,9 @@ class PickAgent:
 def _rewards_of(event: int, round_scores, totals, game_bonus: bool) -> np.ndarray:
     """Every seat's reward for one step, from the one reward definition (`skyjo_env.rewards`)."""
     players = len(round_scores)
-    seat = np.zeros((1, players, NUM_SEAT_FIELDS), np.int32)
-    seat[0, :, ROUND_SCORE] = round_scores
-    seat[0, :, TOTAL] = totals
+    seat = np.zeros((1, players, layout.NUM_SEAT_FIELDS), np.int32)
+    seat[0, :, layout.ROUND_SCORE] = round_scores
+    seat[0, :, layout.TOTAL] = totals
     out = np.zeros(players)
     seat_rewards_into(event, seat, 0, game_bonus, out)
     return out
@@ -67,14 +56,16 @@ def _rewards_of(event: int, round_scores, totals, game_bonus: bool) -> np.ndarra
 
 def expected_round_rewards(round_scores) -> np.ndarray:
     """The round reward of every seat for a round with these scores (float64 (P,))."""
-    return _rewards_of(EVENT_ROUND_ENDED, round_scores, np.zeros(len(round_scores)), False)
+    return _rewards_of(layout.EVENT_ROUND_ENDED, round_scores, np.zeros(len(round_scores)), False)
 
 
 def expected_game_rewards(totals) -> np.ndarray:
     """The placement reward of every seat at a game end with these totals (float64 (P,))."""
     totals = np.asarray(totals)
     return (
-        _rewards_of(EVENT_ROUND_ENDED | EVENT_GAME_ENDED, np.zeros(len(totals)), totals, True)
+        _rewards_of(
+            layout.EVENT_ROUND_ENDED | layout.EVENT_GAME_ENDED, np.zeros(len(totals)), totals, True
+        )
     )
 
 
@@ -94,7 +85,7 @@ def advance_to(game, learner: str) -> float:
 
 def round_scores(game) -> np.ndarray:
     """The last scored round's scores of a raw AEC env's game."""
-    return game.batch.seat[0, :, ROUND_SCORE].copy()
+    return game.batch.seat[0, :, layout.ROUND_SCORE].copy()
 
 
 def unconserved_games(state) -> np.ndarray:
@@ -108,12 +99,12 @@ def unconserved_games(state) -> np.ndarray:
     bins = int(state.deck.max()) - low + 1
     expected = np.bincount(state.deck.astype(np.int64) - low, minlength=bins)
     positions = np.arange(state.deck.size)
-    holding = np.isin(state.game[:, PHASE], _HOLDING_PHASES)[:, None]
+    holding = np.isin(state.game[:, layout.PHASE], _HOLDING_PHASES)[:, None]
     parts = [
-        (state.grid.reshape(batch, -1), state.slot_state.reshape(batch, -1) != CLEARED),
-        (state.draw_pile, positions < state.game[:, DRAW_SIZE, None]),
-        (state.discard_pile, positions < state.game[:, DISCARD_SIZE, None]),
-        (state.game[:, HELD, None], holding),
+        (state.grid.reshape(batch, -1), state.slot_state.reshape(batch, -1) != layout.CLEARED),
+        (state.draw_pile, positions < state.game[:, layout.DRAW_SIZE, None]),
+        (state.discard_pile, positions < state.game[:, layout.DISCARD_SIZE, None]),
+        (state.game[:, layout.HELD, None], holding),
     ]
     counts = np.zeros((batch, bins), np.int64)
     for cards, counted in parts:

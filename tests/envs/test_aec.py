@@ -10,18 +10,8 @@ from pettingzoo.test import api_test, seed_test
 from pettingzoo.utils.wrappers import AssertOutOfBoundsWrapper, OrderEnforcingWrapper
 
 from skyjo_env import IllegalActionError, env, load_rules, raw_env
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import (
-    CURRENT,
-    EVENT_GAME_ENDED,
-    EVENT_ROUND_ENDED,
-    EVENT_TRUNCATED,
-    NUM_SEAT_FIELDS,
-    PHASE,
-    ROUND,
-    ROUND_SCORE,
-    TOTAL,
-)
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.rewards import seat_rewards_into
 
@@ -129,7 +119,7 @@ def play_recording(game, seed: int, steps: int = 10**6):
         agent = game.agent_selection
         if game.terminations[agent] or game.truncations[agent]:
             break
-        before_round = int(game.batch.game[0, ROUND])
+        before_round = int(game.batch.game[0, layout.ROUND])
         observation = game.observe(agent)
         action = pick_from(observation["observation"], observation["action_mask"])
         game.step(action)
@@ -139,8 +129,8 @@ def play_recording(game, seed: int, steps: int = 10**6):
                 "action": action,
                 "observation": observation["observation"],
                 "rewards": dict(game.rewards),
-                "round_ended": int(game.batch.game[0, ROUND]) > before_round,
-                "over": int(game.batch.game[0, PHASE]) == Phase.GAME_OVER,
+                "round_ended": int(game.batch.game[0, layout.ROUND]) > before_round,
+                "over": int(game.batch.game[0, layout.PHASE]) == Phase.GAME_OVER,
             }
         )
     return log
@@ -162,11 +152,11 @@ def test_aec__round_end_rewards_match_the_documented_formula(players):
         last = log[-1]
         assert last["round_ended"] and last["over"]
         expected = expected_round_rewards(round_scores(game)) + expected_game_rewards(
-            game.batch.seat[0, :, TOTAL]
+            game.batch.seat[0, :, layout.TOTAL]
         )
         got = np.array([last["rewards"][a] for a in game.possible_agents])
         np.testing.assert_allclose(got, expected, atol=1e-12)
-        rounds += int(game.batch.game[0, ROUND])
+        rounds += int(game.batch.game[0, layout.ROUND])
     assert rounds >= 3
 
 
@@ -177,12 +167,12 @@ def test_aec__every_round_reward_matches_the_round_scores():
     while not any(game.terminations.values()):
         agent = game.agent_selection
         observation = game.observe(agent)
-        rounds = int(game.batch.game[0, ROUND])
+        rounds = int(game.batch.game[0, layout.ROUND])
         game.step(pick_from(observation["observation"], observation["action_mask"]))
-        if int(game.batch.game[0, ROUND]) > rounds:
+        if int(game.batch.game[0, layout.ROUND]) > rounds:
             expected = expected_round_rewards(round_scores(game))
             if any(game.terminations.values()):
-                expected += expected_game_rewards(game.batch.seat[0, :, TOTAL])
+                expected += expected_game_rewards(game.batch.seat[0, :, layout.TOTAL])
             got = np.array([game.rewards[a] for a in game.possible_agents])
             np.testing.assert_allclose(got, expected, atol=1e-12)
             checked += 1
@@ -198,10 +188,10 @@ def test_rewards__known_answers_of_the_one_definition():
 
 
 def test_rewards__a_truncated_step_earns_nothing():
-    seat = np.zeros((1, 2, NUM_SEAT_FIELDS), np.int32)
-    seat[0, :, ROUND_SCORE] = [10, 30]
+    seat = np.zeros((1, 2, layout.NUM_SEAT_FIELDS), np.int32)
+    seat[0, :, layout.ROUND_SCORE] = [10, 30]
     out = np.ones(2)
-    event = EVENT_ROUND_ENDED | EVENT_GAME_ENDED | EVENT_TRUNCATED
+    event = layout.EVENT_ROUND_ENDED | layout.EVENT_GAME_ENDED | layout.EVENT_TRUNCATED
     assert not seat_rewards_into(event, seat, 0, True, out)
     np.testing.assert_array_equal(out, [0.0, 0.0])
 
@@ -232,7 +222,7 @@ def test_aec__round_episodes_end_after_one_round_without_game_bonus():
         log = play_recording(game, seed)
         assert all(game.terminations.values())
         assert not any(game.truncations.values())
-        assert int(game.batch.game[0, ROUND]) == 1
+        assert int(game.batch.game[0, layout.ROUND]) == 1
         assert sum(entry["round_ended"] for entry in log) == 1
         got = np.array([log[-1]["rewards"][a] for a in game.possible_agents])
         np.testing.assert_allclose(got, expected_round_rewards(round_scores(game)), atol=1e-12)
@@ -306,7 +296,7 @@ def test_aec__agent_selection_is_the_engines_current_seat():
     game = raw_env(num_players=4)
     game.reset(seed=9)
     for _ in range(300):
-        seat = int(game.batch.game[0, CURRENT])
+        seat = int(game.batch.game[0, layout.CURRENT])
         assert game.agent_selection == f"player_{seat}"
         observation = game.observe(game.agent_selection)
         assert observation["action_mask"].any()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from skyjo_env import IllegalActionError, RandomAgent, SkyjoGymEnv, SkyjoVecEnv, env, raw_env
-from skyjo_env.core.layout import DECISIONS
+from skyjo_env.core import layout
 from skyjo_env.learner_games import EnvNeedsResetError, OpponentError
 from skyjo_env.protocol import sample_legal
 
@@ -143,7 +143,7 @@ class FailsOnRestart(RandomAgent):
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Random legal actions, or raise in a restart once ``games`` is set."""
-        if self.games is not None and (self.games.batch.game[:, DECISIONS] == 0).any():
+        if self.games is not None and (self.games.batch.game[:, layout.DECISIONS] == 0).any():
             raise RuntimeError("no restart")
         return super().act(observations, action_masks)
 
@@ -156,7 +156,7 @@ def test_vec_env__opponent_failing_in_an_auto_reset_is_refused_too():
     rng = np.random.default_rng(0)
     with pytest.raises(OpponentError, match="'restarter' raised RuntimeError: no restart"):
         play_vec(venv, 2000, rng)
-    assert venv.games.over.any() or (venv.games.batch.game[:, DECISIONS] == 0).any()
+    assert venv.games.over.any() or (venv.games.batch.game[:, layout.DECISIONS] == 0).any()
     opponent.games = None
     assert_refuses_until_reset(venv, lambda: venv.step(np.zeros(4, np.int64)), venv.reset)
     play_vec(venv, 10, rng)

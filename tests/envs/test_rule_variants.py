@@ -9,17 +9,8 @@ import pytest
 from scipy import stats
 
 from skyjo_env import RandomAgent, SkyjoVecEnv, raw_env
+from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
-from skyjo_env.core.layout import (
-    DISCARD_SIZE,
-    DRAW_SIZE,
-    PHASE,
-    RAW_SCORE,
-    ROUND,
-    ROUND_SCORE,
-    ROUNDS_FINISHED,
-    TOTAL,
-)
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import sample_legal
 
@@ -67,11 +58,11 @@ def check_round_end(before: np.ndarray, after: np.ndarray, rules: SkyjoRules) ->
     """One game's seat counters (P, F) before and after a round ended: the engine's round
     scores and totals follow `expected_scores`. Returns those scores and whether the
     penalty condition held."""
-    finished = np.flatnonzero(after[:, ROUNDS_FINISHED] != before[:, ROUNDS_FINISHED])
+    finished = np.flatnonzero(after[:, layout.ROUNDS_FINISHED] != before[:, layout.ROUNDS_FINISHED])
     assert finished.size == 1, "a scored round has exactly one finisher"
-    scores, condition = expected_scores(after[:, RAW_SCORE], int(finished[0]), rules)
-    np.testing.assert_array_equal(after[:, ROUND_SCORE], scores)
-    np.testing.assert_array_equal(after[:, TOTAL] - before[:, TOTAL], scores)
+    scores, condition = expected_scores(after[:, layout.RAW_SCORE], int(finished[0]), rules)
+    np.testing.assert_array_equal(after[:, layout.ROUND_SCORE], scores)
+    np.testing.assert_array_equal(after[:, layout.TOTAL] - before[:, layout.TOTAL], scores)
     return scores, condition
 
 
@@ -116,13 +107,13 @@ def play_aec(rules: SkyjoRules, seeds: range, on_step=None) -> RoundLog:
             game.step(action)
             if on_step is not None:
                 on_step(state, before_game, action)
-            if state.game[0, ROUND] == before_game[ROUND]:
+            if state.game[0, layout.ROUND] == before_game[layout.ROUND]:
                 continue
             scores, condition = check_round_end(before_seat, state.seat[0], rules)
-            log.add(scores, condition, state.seat[0, :, RAW_SCORE])
+            log.add(scores, condition, state.seat[0, :, layout.RAW_SCORE])
             expected = expected_round_rewards(scores)
-            if state.game[0, PHASE] == Phase.GAME_OVER:
-                expected = expected + expected_game_rewards(state.seat[0, :, TOTAL])
+            if state.game[0, layout.PHASE] == Phase.GAME_OVER:
+                expected = expected + expected_game_rewards(state.seat[0, :, layout.TOTAL])
             rewards = [game.rewards[agent] for agent in game.possible_agents]
             np.testing.assert_allclose(rewards, expected, atol=1e-12)
     return log
@@ -142,11 +133,13 @@ def play_vec(rules: SkyjoRules, steps: int, num_envs: int = 16, seed: int = 0):
         learner = venv.learner_seat
         _, rewards, dones, infos = venv.step(sample_legal(venv.action_masks(), rng))
         assert_conserved(state)
-        going_on = ~dones & (state.game[:, ROUND] == before_game[:, ROUND])
-        reshuffles += int((going_on & (state.game[:, DRAW_SIZE] > before_game[:, DRAW_SIZE])).sum())
-        for b in np.flatnonzero(~dones & (state.game[:, ROUND] != before_game[:, ROUND])):
+        going_on = ~dones & (state.game[:, layout.ROUND] == before_game[:, layout.ROUND])
+        grew = state.game[:, layout.DRAW_SIZE] > before_game[:, layout.DRAW_SIZE]
+        reshuffles += int((going_on & grew).sum())
+        new_round = state.game[:, layout.ROUND] != before_game[:, layout.ROUND]
+        for b in np.flatnonzero(~dones & new_round):
             scores, condition = check_round_end(before_seat[b], state.seat[b], rules)
-            log.add(scores, condition, state.seat[b, :, RAW_SCORE])
+            log.add(scores, condition, state.seat[b, :, layout.RAW_SCORE])
             expected = expected_round_rewards(scores)[learner[b]]
             assert rewards[b] == pytest.approx(expected, abs=1e-6)
         for b in np.flatnonzero(dones):
@@ -191,16 +184,18 @@ def test_aec__empty_draw_pile_is_refilled_by_the_rule_keeping_every_card(reshuff
     def on_step(state, before, action):
         assert_conserved(state)
         refilled = (
-            before[PHASE] == Phase.CHOOSE_SOURCE and action == draw and before[DRAW_SIZE] == 0
+            before[layout.PHASE] == Phase.CHOOSE_SOURCE
+            and action == draw
+            and before[layout.DRAW_SIZE] == 0
         )
         if not refilled:
             return
         seen["refills"] += 1
-        old_top = state.discard_pile[0, before[DISCARD_SIZE] - 1]
+        old_top = state.discard_pile[0, before[layout.DISCARD_SIZE] - 1]
         # keep_top: the old top stays, the rest (size - 1) is the new pile, one is drawn;
         # all: everything is shuffled, a new top is flipped, one is drawn
-        assert state.game[0, DISCARD_SIZE] == 1
-        assert state.game[0, DRAW_SIZE] == before[DISCARD_SIZE] - 2
+        assert state.game[0, layout.DISCARD_SIZE] == 1
+        assert state.game[0, layout.DRAW_SIZE] == before[layout.DISCARD_SIZE] - 2
         if reshuffle == "reshuffle_keep_top":
             assert state.discard_pile[0, 0] == old_top
         seen["new_top"] += int(state.discard_pile[0, 0] != old_top)

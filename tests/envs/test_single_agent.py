@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from skyjo_env import IllegalActionError, RandomAgent, SkyjoGymEnv, load_rules, raw_env
-from skyjo_env.core.layout import CURRENT
+from skyjo_env.core import layout
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import sample_legal
 
@@ -106,7 +106,7 @@ def test_single_agent__each_opponent_plays_its_relative_seat():
             self.inner = RandomAgent(0)
 
         def act(self, observations, action_masks):
-            seat = int(view.games.batch.game[0, CURRENT])
+            seat = int(view.games.batch.game[0, layout.CURRENT])
             played[self.name].add((seat - view.learner_seat) % 3)
             return self.inner.act(observations, action_masks)
 

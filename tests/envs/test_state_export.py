@@ -11,7 +11,7 @@ import pytest
 
 from agents.registry import make_agent
 from skyjo_env import RandomAgent, SkyjoVecEnv
-from skyjo_env.core.layout import CURRENT, DRAW_SIZE
+from skyjo_env.core import layout
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import sample_legal
 from skyjo_env.single_agent import SkyjoGymEnv
@@ -113,8 +113,9 @@ def _set(index, value):
     ("batch_grid", lambda a: a[:, :, :-1], "'batch_grid' must be int16 of shape"),
     ("batch_game", lambda a: a.astype(np.int64), "'batch_game' must be int32"),
     ("games_masks", lambda a: a.tolist(), "'games_masks' must be bool"),
-    ("batch_game", _set((0, CURRENT), 9), "'batch_game' holds values outside 0 .. 2 (column CURRENT)"),
-    ("batch_game", _set((1, DRAW_SIZE), 10_000), "'batch_game' holds values outside"),
+    ("batch_game", _set((0, layout.CURRENT), 9),
+     "'batch_game' holds values outside 0 .. 2 (column CURRENT)"),
+    ("batch_game", _set((1, layout.DRAW_SIZE), 10_000), "'batch_game' holds values outside"),
     ("batch_slot_state", _set((0, 0, 0), 7), "'batch_slot_state' holds values outside"),
     ("games_learner_seat", _set(2, -1), "'games_learner_seat' holds values outside"),
     ("games_assignment", _set((0, 0), 5), "'games_assignment' holds values outside"),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from skyjo_env import IllegalActionError, RandomAgent, SkyjoVecEnv, raw_env
-from skyjo_env.core.layout import CURRENT, DECISIONS
+from skyjo_env.core import layout
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import sample_legal
 
@@ -71,7 +71,7 @@ def test_vec_env__auto_reset_returns_the_next_games_first_observation():
             assert info["episode_end"]["learner_seat"] in (0, 1)
             # the new game is at the learner's first decision: at most the opponent's
             # initial reveals were played
-            assert venv.games.batch.game[i, DECISIONS] <= 2
+            assert venv.games.batch.game[i, layout.DECISIONS] <= 2
             end = info["episode_end"]
             expected = expected_round_rewards(end["round_scores"])[end["learner_seat"]]
             assert rewards[i] == pytest.approx(expected, abs=1e-6)
@@ -193,7 +193,7 @@ def test_vec_env__learner_seat_is_to_act_after_every_step():
     rng = np.random.default_rng(1)
     for _ in range(50):
         game = venv.games.batch.game
-        np.testing.assert_array_equal(game[:, CURRENT], venv.learner_seat)
+        np.testing.assert_array_equal(game[:, layout.CURRENT], venv.learner_seat)
         venv.step(sample_legal(venv.action_masks(), rng))
 
 

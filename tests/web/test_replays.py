@@ -18,8 +18,7 @@ from agents.evaluation.replays import (
 )
 from agents.evaluation.tournament import play_tournament
 from agents.registry import make_agent
-from skyjo_env.core import load_rules
-from skyjo_env.core.layout import TOTAL
+from skyjo_env.core import layout, load_rules
 
 
 def test_recorder__first_writes_games_zero_to_n_minus_one_that_replay_to_their_totals(tmp_path):
@@ -28,7 +27,7 @@ def test_recorder__first_writes_games_zero_to_n_minus_one_that_replay_to_their_t
     for path in written:
         replay = read_replay(path)
         state = play_back(replay)
-        assert tuple(int(t) for t in state.seat[0, :, TOTAL]) == replay.totals
+        assert tuple(int(t) for t in state.seat[0, :, layout.TOTAL]) == replay.totals
 
 
 def test_recorder__rotations_swap_the_seats_of_the_agents(tmp_path):
