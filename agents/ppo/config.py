@@ -175,12 +175,14 @@ class TrainConfig(BaseModel):
     network: +0.7 to +2.8 points against ev for one step, a second step no better; within
     noise (README)."""
     expert_search: str = Field(
-        "search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4)", min_length=1
+        "search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4,verify_samples=0)",
+        min_length=1,
     )
     """The search of expert iteration, without its base: ``search`` or
-    ``search(OPTIONS)`` (see `agents.registry`); the base is the current policy. The
-    default is the setting measured best over the shipped 2-player network (about 6 s per
-    self-play game on one core)."""
+    ``search(OPTIONS)`` (see `agents.registry`; unnamed options keep `PPO_SEARCH`'s, as over
+    any network); the base is the current policy. The default is the setting measured best
+    over the shipped 2-player network before the retest (about 6 s per self-play game on
+    one core)."""
     expert_games: int = Field(64, ge=1)
     """Self-play games of the search per expert-iteration step (played by ``data_workers``
     like the warm start's)."""

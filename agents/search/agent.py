@@ -47,11 +47,13 @@ depth 12 +0.34 (0.12), at depth 12 with ``top_actions=4`` +0.33 (0.10) and, on a
 600 decisions, +0.26 (0.10); the margin cut estimate (z = 2) +0.17 (0.11); with 8
 samples the gains vanish (margin: -0.02; critic, depth 12, top 3: +0.17 and +0.00).
 In games (``evaluate.py --agents SPEC ev --games 400 --seed 1``):
-``search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4):ppo:models/ppo_2p.zip``
+``search(samples=32,confidence_z=1,verify_samples=0):ppo:models/ppo_2p.zip`` (critic leaf,
+depth 12, top 4)
 won 78.6% [74.6, 82.6] against ``ev`` where plain ``ppo_2p`` won 69.8% [65.1, 74.4], at
 21 ms per searched decision on one core (``benchmarks/search_agent.py``, quiet machine);
 with 8 samples (depth 12, top 3) 66.9% [62.1, 71.6]. Adding ``verify_samples=128``
-(with 64 samples and z = 0.5, `PPO_SEARCH`, what ``search:ppo:PATH`` uses) won 83.9%
+(with 64 samples and z = 0.5, `PPO_SEARCH`, what ``search:ppo:PATH`` uses and where
+``search(OPTIONS):ppo:PATH`` starts) won 83.9%
 [80.3, 87.4] on the same 400 games, at 25.8 ms per decision (the setting above: 14.0 ms,
 side by side on one quiet core).
 
@@ -75,7 +77,8 @@ agent's move (soft training targets, `agents.ppo.expert.soft_search_targets`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -232,7 +235,8 @@ class SearchOptions:
             )
 
 
-#: What ``search:ppo:PATH`` (no options) searches with: the critic leaf, the policy's top
+#: What ``search:ppo:PATH`` searches with, and where ``search(OPTIONS):ppo:PATH`` starts
+#: (`search_options`): the critic leaf, the policy's top
 #: 4 actions, 64 samples, and a switch retested on 128 fresh samples at z = 0.5. Over
 #: ``ppo_2p``: 83.9% [80.3, 87.4] of 400 games against ``ev`` (seed 1) where the same
 #: without the retest (32 samples, z = 1) won 78.6% [74.6, 82.6] on the same deals, and
@@ -242,6 +246,35 @@ class SearchOptions:
 #: 2,000 games, at 34.4 ms per decision.
 PPO_SEARCH = SearchOptions(samples=64, depth=12, confidence_z=0.5, leaf="critic",
                            top_actions=4, verify_samples=128)
+
+
+def search_options(changes: Mapping[str, object], over_network: bool) -> SearchOptions:
+    """The settings of ``search(OPTIONS):BASE``: a starting setting, changed only where
+    ``OPTIONS`` names a field.
+
+    A network base (``ppo:PATH``) starts from `PPO_SEARCH`, its measured best, so that
+    ``search(samples=16):ppo:PATH`` is that setting with 16 samples; any other base starts
+    from the `SearchOptions` defaults (the critic leaf, the priors and the retest of
+    `PPO_SEARCH` need a network).
+
+    Args:
+        changes: Field name -> value, the options the spec names (``top_actions`` None:
+            every legal action).
+        over_network: Whether the base agent is a network (``ppo:PATH``).
+
+    Returns:
+        The settings.
+
+    Raises:
+        SearchOptionError: A name that is no `SearchOptions` field, or a bad value.
+    """
+    known = {field.name for field in fields(SearchOptions)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise SearchOptionError(
+            f"unknown search option {unknown[0]!r}; known: {', '.join(sorted(known))}"
+        )
+    return replace(PPO_SEARCH if over_network else SearchOptions(), **changes)
 
 
 class ValueFunction(Protocol):
@@ -773,6 +806,7 @@ __all__ = [
     "ValueFunction",
     "action_evidence",
     "choose",
+    "search_options",
     "expected_grid_scores",
     "expected_round_scores",
     "margins",

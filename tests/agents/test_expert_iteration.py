@@ -32,7 +32,10 @@ from skyjo_env.encoding import ObservationLayout
 
 RULES = SkyjoRules()
 #: Tiny search: cheap enough for unit tests, still a real search over the base.
-TINY_SEARCH = "search(samples=2,depth=2)"
+#: Tiny searches over a network; unnamed options would keep `PPO_SEARCH`'s (agents.registry).
+TINY_SEARCH = ("search(samples=2,depth=2,leaf=margin,top_actions=all,confidence_z=2,"
+               "verify_samples=0)")
+TINY_CRITIC = "samples=2,depth=2,leaf=critic,top_actions=all,confidence_z=2,verify_samples=0"
 
 
 def test_record_games__first_return_is_the_whole_game_reward():
@@ -219,7 +222,8 @@ def test_trainer_expert_iteration__fits_the_policy_to_the_search(tmp_path):
     from agents.ppo.training import Trainer
 
     # confidence_z=0: the search plays its best mean, often not the policy's own move
-    config = _tiny_config(expert_search="search(samples=2,depth=2,confidence_z=0)")
+    config = _tiny_config(expert_search="search(samples=2,depth=2,confidence_z=0,leaf=margin,"
+                                        "top_actions=all,verify_samples=0)")
     trainer = Trainer(config, tmp_path / "run")
     trainer.build_env()
     trainer.model = trainer.build_model()
@@ -477,10 +481,10 @@ def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_pa
     root = Path(__file__).resolve().parents[2]
     shipped = root / "models" / "ppo_2p.zip"
     played, values = collect_expert_games(
-        RULES, f"search(samples=2,depth=2,leaf=critic):ppo:{shipped}", games=1, seed=1,
+        RULES, f"search({TINY_CRITIC}):ppo:{shipped}", games=1, seed=1,
         teacher_seed=2)
     games = tmp_path / "searched.games.npz"
-    save_recorded_games(played, games, {"search": "search(samples=2,depth=2,leaf=critic)"},
+    save_recorded_games(played, games, {"search": f"search({TINY_CRITIC})"},
                         values)
     command = [sys.executable, str(root / "benchmarks" / "soft_distill.py"), "--games",
                str(games), str(games), "--fit", "0.03", "0", "1", "1e-4", "--eval-games", "2",

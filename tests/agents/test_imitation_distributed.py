@@ -144,7 +144,8 @@ def test_collect_expert_games__same_search_games_with_0_and_2_workers(local_ray)
     # the search over a shipped network, as expert iteration runs it: every worker loads
     # the checkpoint and plays its chunks from the chunk seeds alone
     shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
-    spec = f"search(samples=2,depth=2):ppo:{shipped}"
+    spec = (f"search(samples=2,depth=2,leaf=margin,top_actions=all,confidence_z=2,"
+            f"verify_samples=0):ppo:{shipped}")
     arguments = dict(games=3, seed=5, teacher_seed=6, chunk_games=1)
     in_process = collect_expert_games(RULES, spec, **arguments)
     distributed = collect_expert_games(RULES, spec, **arguments, workers=2)

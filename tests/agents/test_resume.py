@@ -42,7 +42,8 @@ RESUMABLE = dict(
     snapshot_min_score=0.0,
     expert_interval=3072,
     expert_games=2,
-    expert_search="search(samples=2,depth=2)",
+    expert_search=("search(samples=2,depth=2,leaf=margin,top_actions=all,confidence_z=2,"
+                   "verify_samples=0)"),
     progress=False,
 )
 

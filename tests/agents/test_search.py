@@ -383,8 +383,8 @@ def test_search__top_actions_keeps_the_base_choice_and_the_most_probable():
 def test_make_agent__critic_leaf_over_a_shipped_model():
     from agents.search.values import CriticValue, PolicyPrior
 
-    agent = make_agent(f"search(samples=2,depth=1,leaf=critic,top_actions=3):ppo:{SHIPPED_2P}",
-                       SkyjoRules(), 0)
+    agent = make_agent(f"search(samples=2,depth=1,leaf=critic,top_actions=3,confidence_z=2,"
+                       f"verify_samples=0):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
     assert isinstance(agent.value_fn, CriticValue) and agent.value_fn.shaping_weight == 1.0
     assert isinstance(agent.prior_fn, PolicyPrior)
     observations, masks = _observations_of_played_games(SkyjoRules(), games=1, seed=2, every=13)
@@ -441,7 +441,8 @@ def test_rollout_precisions__are_the_precisions_the_actor_runs():
 
 def test_make_agent__bfloat16_rollouts_over_a_shipped_model():
     agent = make_agent(
-        f"search(samples=2,depth=2,rollout_precision=bfloat16):ppo:{SHIPPED_2P}", SkyjoRules(), 0
+        f"search(samples=2,depth=2,rollout_precision=bfloat16,leaf=margin,top_actions=all,"
+        f"confidence_z=2,verify_samples=0):ppo:{SHIPPED_2P}", SkyjoRules(), 0,
     )
     assert agent.options.rollout_precision == "bfloat16"
     assert agent.rollout_agent.actor.precision == "bfloat16"
