@@ -499,60 +499,6 @@ def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_pa
     assert not (tmp_path / "searched.games.labels.npz").exists()  # nothing labelled again
 
 
-def test_compare_networks_benchmark__same_network_same_deals_differs_by_zero():
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    two, four = root / "models" / "ppo_2p.zip", root / "models" / "ppo_4p.zip"
-    script = str(root / "benchmarks" / "compare_networks.py")
-    done = subprocess.run([sys.executable, script, str(two), str(two), "--games", "8"],
-                          capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0] == "8 games against ev, seed 4242"
-    # the same network on the same deals: the same games, so a paired difference of 0
-    assert lines[-1].startswith(str(two)) and lines[-1].endswith("+0.0 [+0.0, +0.0]"), lines
-    done = subprocess.run([sys.executable, script, str(four), "--games", "4", "--seed", "1"],
-                          capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("4 games against ev ev ev, seed 1"), done.stdout
-
-
-@pytest.mark.parametrize(
-    "networks, extra, message",
-    [
-        (["ppo_2p.zip", "ppo_4p.zip"], [], "ppo_4p.zip was trained for other rules than"),
-        (["ppo_2p.config.yaml"], [], "is corrupt"),
-        (["no_such.zip"], [], "does not exist"),
-        (["ppo_2p.zip"], ["--games", "0"], "--games must be >= 1"),
-    ],
-)
-def test_compare_networks_benchmark__bad_input_is_one_line_exit_2(networks, extra, message):
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    script = str(root / "benchmarks" / "compare_networks.py")
-    paths = [str(root / "models" / name) for name in networks]
-    done = subprocess.run([sys.executable, script, *paths, *extra], capture_output=True,
-                          text=True, cwd=root, timeout=300)
-    assert done.returncode == 2 and done.stdout == ""
-    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
-
-
-def test_compare_networks_interval_text__win_rates_stay_within_0_and_100():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_networks.py"
-    spec = importlib.util.spec_from_file_location("compare_networks", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    # the plain Student-t interval of these five deal shares reaches 117.8%
-    assert module.interval_text(np.array([1.0, 1.0, 0.5, 1.0, 1.0])) == "90.0% [62.2, 100.0]"
-    assert module.interval_text(np.array([0.1, -0.2, 0.3]), signed=True) == "+6.7 [-55.8, +69.2]"
-
-
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hidden_cards import hide_differently
 
 from agents.cli import evaluate
-from agents.registry import AgentSpecError, make_agent
+from agents.registry import AgentSpecError, make_agent, search_settings
 from agents.search import (
     ObservationMismatchError,
     SearchAgent,
@@ -188,6 +190,7 @@ def test_make_agent__search_specs():
         ("search(leaf=tree):ev", "leaf must be one of margin, critic, got 'tree'"),
         ("search(leaf=critic):ev", "leaf=critic needs a 'ppo:PATH' base agent"),
         ("search(top_actions=1):ev", "top_actions must be an int >= 2, got 1"),
+        ("search(top_actions=few):ev", "top_actions='few' is not an int or 'all'"),
         ("search(top_actions=3):greedy", "top_actions needs a 'ppo:PATH' base agent"),
         ("search(verify_samples=-1):ev", "verify_samples must be an int >= 0, got -1"),
         ("search(rollout_precision=half):ev",
@@ -399,9 +402,34 @@ def test_make_agent__plain_search_over_a_network_uses_its_measured_setting():
     agent = make_agent(f"search:ppo:{SHIPPED_2P}", SkyjoRules(), 0)
     assert agent.options == PPO_SEARCH and PPO_SEARCH.leaf == "critic"
     assert PPO_SEARCH.verify_samples > 0 and isinstance(agent.value_fn, CriticValue)
-    # named options start from the plain defaults, whatever the base
-    named = make_agent(f"search(samples=2):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
-    assert named.options == SearchOptions(samples=2)
+
+
+def test_make_agent__search_options_over_a_network_change_only_what_they_name():
+    from agents.search import PPO_SEARCH
+    from agents.search.values import CriticValue, PolicyPrior
+
+    named = make_agent(f"search(samples=2,depth=3):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert named.options == replace(PPO_SEARCH, samples=2, depth=3)
+    assert named.options != SearchOptions(samples=2, depth=3)  # not the generic defaults
+    assert isinstance(named.value_fn, CriticValue) and isinstance(named.prior_fn, PolicyPrior)
+    # every tuned option can be named back to the generic default
+    generic = make_agent(f"search(samples=2,depth=3,leaf=margin,top_actions=all,confidence_z=2,"
+                         f"verify_samples=0):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert generic.options == SearchOptions(samples=2, depth=3)
+    assert generic.prior_fn is None and not isinstance(generic.value_fn, CriticValue)
+    # the search of expert iteration, named without its base: over the policy, a network
+    assert search_settings("search(samples=4)") == replace(PPO_SEARCH, samples=4)
+    assert search_settings("search") == PPO_SEARCH
+
+
+def test_make_agent__search_options_over_another_base_change_the_generic_defaults():
+    assert make_agent("search(samples=3,depth=5):ev", SkyjoRules(), 0).options == (
+        SearchOptions(samples=3, depth=5)
+    )
+    assert make_agent("search:greedy", SkyjoRules(), 0).options == SearchOptions()
+    # a search over a search over a network: the outer base is no network
+    nested = make_agent(f"search(samples=2):search:ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert nested.options == SearchOptions(samples=2)
 
 
 class _CountingAgent:
