@@ -65,7 +65,7 @@ def test_heuristics__only_legal_actions_over_full_games(players, preset):
 def test_heuristics__small_grids_and_custom_decks_stay_legal():
     rules = SkyjoRules(rows=2, cols=3, deck={0: 10, 1: 10, 5: 10, 9: 6}, initial_reveals=1,
                        row_elimination=True, max_turns_per_round=300)
-    _play(rules, [EVAgent(rules), GreedyAgent(rules)], 100, seed=3)
+    assert _play(rules, [EVAgent(rules), GreedyAgent(rules)], 100, seed=3) > 100 * 6
 
 
 _RULE_VARIANTS = {
