@@ -272,6 +272,7 @@ def test_trainer_expert_iteration__stop_request_leaves_the_network_alone(tmp_pat
     assert trainer.next_expert == 1024  # still due: a resume does it
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_train__expert_iteration_logs_to_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -289,6 +290,7 @@ def test_train__expert_iteration_logs_to_tensorboard(tmp_path):
     assert len(events.Scalars("expert/agreement_after")) == 1  # at 1,024 steps; not at the end
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_distill_checkpoint__writes_a_loadable_fitted_network(tmp_path):
     import torch
 
@@ -402,6 +404,7 @@ def test_load_recorded_games__another_npz_is_refused(tmp_path):
         load_recorded_games(tmp_path / "other.npz", 5, 4)
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_distill_checkpoint__soft_targets_move_the_policy_towards_them(tmp_path):
     import torch
 
@@ -445,6 +448,7 @@ def test_distill_checkpoint__bad_soft_temperature_is_refused_before_searching(tm
     assert not (tmp_path / "o.zip").exists()
 
 
+@pytest.mark.slow  # subprocess benchmark runs
 def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     import subprocess
     import sys
@@ -472,6 +476,7 @@ def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     assert re.search(r"capacity check: on 20 decisions .* plays it in \d+\.\d%", again.stdout)
 
 
+@pytest.mark.slow  # subprocess benchmark runs
 def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_path):
     import subprocess
     import sys
@@ -499,6 +504,7 @@ def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_pa
     assert not (tmp_path / "searched.games.labels.npz").exists()  # nothing labelled again
 
 
+@pytest.mark.slow  # subprocess benchmark runs
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -48,6 +48,7 @@ def test_chunk_sizes__fixed_chunks_then_the_remainder():
         chunk_sizes(5, 0)
 
 
+@pytest.mark.slow  # Ray
 def test_collect_chunked_demonstrations__same_arrays_with_0_1_and_2_workers(local_ray):
     in_process = collect_chunked_demonstrations(**TINY, workers=0)
     observations, masks, actions = in_process
@@ -82,6 +83,7 @@ def test_collect_chunked_demonstrations__chunk_is_a_seeded_unit():
     assert len(other[2]) != len(whole[2]) or not np.array_equal(other[0], whole[0])
 
 
+@pytest.mark.slow  # Ray
 def test_run_chunks__results_come_back_in_chunk_order(local_ray):
     def slow_first(chunk: int, size: int) -> tuple[int, int]:
         # a local function: pickled by value, so Ray workers need not import this file
@@ -140,6 +142,7 @@ def test_imitation_and_config__import_no_ray():
     assert done.stdout.split()[-1] == "False"
 
 
+@pytest.mark.slow  # Ray
 def test_collect_expert_games__same_search_games_with_0_and_2_workers(local_ray):
     # the search over a shipped network, as expert iteration runs it: every worker loads
     # the checkpoint and plays its chunks from the chunk seeds alone
@@ -155,6 +158,7 @@ def test_collect_expert_games__same_search_games_with_0_and_2_workers(local_ray)
     assert len(in_process.played.actions) > 100
 
 
+@pytest.mark.slow  # Ray
 def test_run_chunks__should_stop_cancels_ray_tasks(local_ray):
     def task(chunk: int, size: int) -> int:
         import time

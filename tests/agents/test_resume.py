@@ -92,6 +92,7 @@ def _kill_after_a_lost_evaluation(process: subprocess.Popen, run_dir: Path) -> i
     raise AssertionError(f"the run ended before it could be killed: {process.stderr.read()}")
 
 
+@pytest.mark.slow  # subprocess training
 def test_resume__killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     config_path = tmp_path / "resumable.yaml"
     config_path.write_text(yaml.safe_dump(RESUMABLE))
@@ -138,6 +139,7 @@ def _stderr_reader(process: subprocess.Popen) -> tuple[threading.Thread, list[st
     return reader, chunks
 
 
+@pytest.mark.slow  # subprocess training
 def test_resume__sigterm_during_warm_start_stops_cleanly_with_nothing_to_resume(tmp_path):
     config_path = tmp_path / "slow_warm_start.yaml"
     # a warm start of many minutes: the signal surely lands inside it

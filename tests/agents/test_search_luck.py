@@ -137,6 +137,7 @@ def test_search__luck_adjusted_search_is_legal_and_seeded():
     np.testing.assert_array_equal(first, make_agent(spec, rules, 3).act(observations, masks))
 
 
+@pytest.mark.slow  # subprocess benchmark run
 def test_search_luck_benchmark__runs_and_reports_the_ratios():
     import subprocess
     import sys

@@ -38,6 +38,7 @@ def test_shipped_list__names_every_network_in_models():
     assert on_disk == set(SHIPPED), "add new models/*.zip files to SHIPPED (and drop removed ones)"
 
 
+@pytest.mark.slow  # shipped-model games
 @pytest.mark.parametrize("name, players", [(name, players) for name, (players, _) in SHIPPED.items()])
 def test_shipped_model__loads_and_plays_legal_full_games(name, players):
     path = MODELS / f"{name}.zip"
@@ -63,6 +64,7 @@ def test_shipped_model__is_weights_and_json_only(name):
         assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
 
 
+@pytest.mark.slow  # subprocess run
 def test_load_ppo_agent__acting_needs_no_optimizer_and_skips_torch_dynamo():
     # a real torch optimizer imports torch._dynamo (about a second per process); a policy
     # loaded to act gets a stand-in that names the problem if anyone tries to train it
