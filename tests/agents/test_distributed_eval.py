@@ -239,6 +239,7 @@ def test_result__ray_failure_becomes_one_line_run_error():
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__resumed_run_reports_as_one_never_stopped(
     local_ray, tmp_path, monkeypatch
 ):
@@ -271,6 +272,7 @@ def test_evaluate_agents_distributed__resumed_run_reports_as_one_never_stopped(
     assert len(list(directory.glob("chunk_*.npz"))) == 5
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__complete_resume_directory_needs_no_ray(
     local_ray, tmp_path, monkeypatch
 ):
@@ -298,6 +300,7 @@ def test_main__resume_with_other_arguments_is_a_one_line_error(local_ray, tmp_pa
     assert "holds another tournament: seed was 1, this run has 2" in err
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__all_orders_equal_in_process_and_resume_by_seating(
     local_ray, tmp_path
 ):

@@ -61,7 +61,7 @@ def test_collect_chunked_demonstrations__same_arrays_with_0_1_and_2_workers(loca
     assert local_ray.is_initialized()  # a Ray it did not start is left running
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])  # 2: Ray
 def test_collect_chunked_demonstrations__reports_each_chunk_as_it_ends(workers, request):
     if workers:
         request.getfixturevalue("local_ray")
