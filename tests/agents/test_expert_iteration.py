@@ -130,6 +130,7 @@ def test_soft_search_targets__known_answers():
         soft_search_targets(prior, means, errors, base, masks, temperature=0.0)
 
 
+@pytest.mark.slow  # search games
 def test_collect_expert_games__search_games_are_seeded_and_legal():
     spec = f"{TINY_SEARCH}:greedy"
     first = collect_expert_games(RULES, spec, games=3, seed=2, teacher_seed=5).played
@@ -141,6 +142,7 @@ def test_collect_expert_games__search_games_are_seeded_and_legal():
     assert agreement(greedy.act(first.observations, first.masks), first.actions) < 1.0
 
 
+@pytest.mark.slow  # search games
 def test_collect_expert_games__records_the_search_values_of_each_decision():
     # z = 0, no retest: every searched move is the best mean of the recorded values
     spec = "search(samples=3,depth=2,confidence_z=0):greedy"
@@ -218,6 +220,7 @@ def _actor_weights(model) -> list[np.ndarray]:
             for p in [*actor_parameters(model.policy), *critic_parameters(model.policy)]]
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_trainer_expert_iteration__fits_the_policy_to_the_search(tmp_path):
     from agents.ppo.training import Trainer
 
@@ -241,6 +244,7 @@ def test_trainer_expert_iteration__fits_the_policy_to_the_search(tmp_path):
     assert (tmp_path / "run" / "expert" / "policy.zip").is_file()
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_trainer_expert_iteration__soft_targets_fit_the_searched_decisions(tmp_path):
     from agents.ppo.training import Trainer
 

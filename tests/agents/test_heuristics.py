@@ -53,7 +53,9 @@ def _play(rules: SkyjoRules, agents, games: int, seed: int, on_decision=None,
 
 
 @pytest.mark.parametrize("players", [2, 4, 8, 12])
-@pytest.mark.parametrize("preset", ["official", "online"])
+@pytest.mark.parametrize("preset", [
+    "official", pytest.param("online", marks=pytest.mark.slow),  # online: about 4x the time
+])
 def test_heuristics__only_legal_actions_over_full_games(players, preset):
     rules = load_rules(preset, num_players=players)
     cycle = [EVAgent(rules), GreedyAgent(rules), RandomAgent(1)]

@@ -134,6 +134,7 @@ def test_train_config__bad_data_workers_or_ray_address_is_one_line(changes, mess
     assert TrainConfig(data_workers=2, ray_address="auto").ray_address == "auto"
 
 
+@pytest.mark.slow  # subprocess run
 def test_imitation_and_config__import_no_ray():
     probe = ("import sys, agents.ppo.config, agents.ppo.imitation, agents.ppo.training\n"
              "print('ray' in sys.modules)")

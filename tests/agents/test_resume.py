@@ -178,6 +178,7 @@ def test_resume__sigterm_during_warm_start_stops_cleanly_with_nothing_to_resume(
     assert len(again.stderr.strip().splitlines()) == 1 and "nothing to resume" in again.stderr
 
 
+@pytest.mark.slow  # training run
 def test_train__a_stop_whose_exception_was_swallowed_still_ends_the_warm_start(
         tmp_path, monkeypatch):
     # a signal landing inside code that catches every exception (numba's compiler does)

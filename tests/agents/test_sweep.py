@@ -365,6 +365,7 @@ def test_sweep_cli__used_sweep_dir_exits_2(tmp_path, capsys):
     assert "already holds a sweep" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # subprocess run
 def test_layering__training_never_imports_optuna_or_ray():
     probe = ("import sys, agents.ppo.training, agents.cli.train, agents.cli.sweep\n"
              "print([m for m in ('optuna', 'ray') if m in sys.modules])")

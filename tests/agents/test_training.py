@@ -203,6 +203,7 @@ def test_load_ppo_agent__truncated_checkpoint_is_corrupt(tiny_run, tmp_path):
         load_ppo_agent(truncated, SkyjoRules())
 
 
+@pytest.mark.slow  # training runs
 def test_trainer__resume_continues_from_the_last_checkpoint(tmp_path):
     config = TrainConfig(**{**TINY, "total_timesteps": 1024, "eval_interval": 0, "imitation_games": 0})
     first = train(config, tmp_path)

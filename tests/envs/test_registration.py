@@ -19,6 +19,7 @@ from skyjo_env.registration import ENV_ID, make_single_agent_env, register_when_
 from .helpers import PickAgent
 
 
+@pytest.mark.slow  # subprocess runs
 @pytest.mark.parametrize(
     "script",
     [
