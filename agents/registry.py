@@ -18,19 +18,24 @@ spec                            agent
                                 (`agents.search.SearchOptions`); over a ``ppo:PATH`` base
                                 the measured best, `agents.search.PPO_SEARCH` (its critic
                                 leaf, top 4 actions, switches retested)
-``search(OPTIONS):BASE``        the same with ``OPTIONS`` = comma-separated ``key=value``
+``search(OPTIONS):BASE``        the same setting with only the named options changed,
+                                ``OPTIONS`` = comma-separated ``key=value``
                                 pairs, no spaces needed: ``samples`` (int, sampled games per
                                 decision), ``depth`` (int, most rollout decisions),
                                 ``budget_ms`` (number, time per decision),
                                 ``max_rollout_games`` (int), ``confidence_z`` (number),
                                 ``leaf`` (``margin`` or ``critic``: the value head of a
                                 ``ppo:PATH`` base), ``top_actions`` (int, try only the
-                                base policy's most probable actions; ``ppo:PATH`` base),
+                                base policy's most probable actions, ``all`` for every
+                                legal action; ``ppo:PATH`` base),
                                 ``verify_samples`` (int, retest a switch on fresh samples),
                                 ``rollout_precision`` (``float32`` or ``bfloat16``: the
                                 rollouts' network precision; ``ppo:PATH`` base); e.g.
-                                ``search(samples=16,depth=40):ev``; unnamed options
-                                take `SearchOptions` defaults, whatever the base
+                                ``search(samples=16,depth=40):ev``. Unnamed options keep
+                                the setting ``search:BASE`` uses: ``PPO_SEARCH`` over a
+                                ``ppo:PATH`` base (``search(samples=16):ppo:PATH`` is
+                                ``PPO_SEARCH`` with 16 samples), the `SearchOptions`
+                                defaults over any other
 ==============================  ===============================================================
 
 ``search`` is reserved: ``search:NAME`` never imports a module called ``search``.
@@ -62,15 +67,16 @@ VALID_FORMS = (
     "or 'search:BASE' / 'search(samples=N,depth=N,budget_ms=X):BASE' (search over BASE)"
 )
 
-#: Options of ``search(OPTIONS):BASE`` -> the type their values are read as.
-SEARCH_OPTIONS: dict[str, type] = {
+#: Options of ``search(OPTIONS):BASE`` -> the type their values are read as
+#: (``"int_or_all"``: an int, or ``all`` for None: no limit).
+SEARCH_OPTIONS: dict[str, type | str] = {
     "samples": int,
     "depth": int,
     "budget_ms": float,
     "max_rollout_games": int,
     "confidence_z": float,
     "leaf": str,
-    "top_actions": int,
+    "top_actions": "int_or_all",
     "verify_samples": int,
     "rollout_precision": str,
     "luck": str,
@@ -187,9 +193,9 @@ def _load_ppo(path_text: str, rules: SkyjoRules, seed: int, spec: str) -> Agent:
     return _check_agent(agent, spec)
 
 
-def _parse_search_options(text: str, spec: str) -> dict[str, int | float | str]:
+def _parse_search_options(text: str, spec: str) -> dict[str, int | float | str | None]:
     """``key=value,key=value`` (the inside of ``search(...)``) -> option values."""
-    options: dict[str, int | float | str] = {}
+    options: dict[str, int | float | str | None] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, equals, value = (piece.strip() for piece in item.partition("="))
         if not equals or not key or not value:
@@ -201,15 +207,26 @@ def _parse_search_options(text: str, spec: str) -> dict[str, int | float | str]:
             )
         if key in options:
             raise AgentSpecError(f"agent spec {spec!r}: search option {key!r} given twice")
-        kind = SEARCH_OPTIONS[key]
-        try:
-            options[key] = kind(value)
-        except ValueError:
-            raise AgentSpecError(
-                f"agent spec {spec!r}: search option {key}={value!r} is not "
-                f"{'an int' if kind is int else 'a number'}"
-            ) from None
+        options[key] = _read_option(key, value, spec)
     return options
+
+
+def _read_option(key: str, value: str, spec: str) -> int | float | str | None:
+    """One search option's value, read as `SEARCH_OPTIONS` says."""
+    kind = SEARCH_OPTIONS[key]
+    if kind == "int_or_all":
+        if value == "all":
+            return None
+        kind = int
+    try:
+        return kind(value)
+    except ValueError:
+        wanted = {int: "an int", float: "a number"}[kind]
+        if SEARCH_OPTIONS[key] == "int_or_all":
+            wanted += " or 'all'"
+        raise AgentSpecError(
+            f"agent spec {spec!r}: search option {key}={value!r} is not {wanted}"
+        ) from None
 
 
 def _split_search(spec: str) -> tuple[str, str]:
@@ -223,12 +240,13 @@ def _split_search(spec: str) -> tuple[str, str]:
     return rest[1:close], rest[close + 1 :]
 
 
-def _search_settings(options_text: str, spec: str):
-    """The `agents.search.SearchOptions` of an options text, or an `AgentSpecError`."""
+def _search_settings(options_text: str, spec: str, over_network: bool):
+    """The `agents.search.SearchOptions` of an options text over a network base or another
+    (`agents.search.search_options`), or an `AgentSpecError`."""
     options = _parse_search_options(options_text, spec)
     search = importlib.import_module("agents.search")
     try:
-        return search.SearchOptions(**options)
+        return search.search_options(options, over_network)
     except search.SearchOptionError as error:
         raise AgentSpecError(f"agent spec {spec!r}: {error}") from None
 
@@ -236,8 +254,9 @@ def _search_settings(options_text: str, spec: str):
 def search_settings(prefix: str):
     """The settings of a search without its base: ``search`` or ``search(OPTIONS)``.
 
-    For configs that name the search and supply the base later (expert iteration searches
-    over the policy being trained).
+    For configs that name the search and supply the base later: expert iteration searches
+    over the policy being trained, so the options change `agents.search.PPO_SEARCH`, as
+    in ``search(OPTIONS):ppo:PATH``.
 
     Returns:
         An `agents.search.SearchOptions`.
@@ -245,7 +264,7 @@ def search_settings(prefix: str):
     Raises:
         AgentSpecError: Not ``search``/``search(OPTIONS)``, or a bad option.
     """
-    return _search_settings(search_options_text(prefix), prefix)
+    return _search_settings(search_options_text(prefix), prefix, over_network=True)
 
 
 def search_options_text(prefix: str) -> str:
@@ -274,13 +293,11 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
             f"agent spec {spec!r}: give a base agent spec after 'search:' "
             "(e.g. 'search:ev' or 'search(samples=16):ev')"
         )
-    settings = _search_settings(options_text, spec)
+    base_spec = rest[1:].strip()
+    settings = _search_settings(options_text, spec, over_network=base_spec.startswith("ppo:"))
     search = importlib.import_module("agents.search")
     # the base agent gets its own seed, spawned from the search agent's
     base_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
-    base_spec = rest[1:].strip()
-    if spec.startswith("search:") and base_spec.startswith("ppo:"):
-        settings = search.PPO_SEARCH  # no options over a network: its measured best
     base = make_agent(base_spec, rules, base_seed)
     value_fn = prior_fn = rollout_agent = None
     if (settings.leaf == "critic" or settings.top_actions is not None

@@ -29,10 +29,11 @@ Printed per setting, in points of round margin (1 point = 0.01 reward):
 Usage::
 
     python benchmarks/search_strength.py --decisions 600 \\
-        "search(samples=32,leaf=critic,depth=12,confidence_z=1)" "search(samples=32)"
+        "search(samples=32,depth=12,confidence_z=1,top_actions=all,verify_samples=0)" \\
+        "search(samples=32,depth=8,leaf=margin,confidence_z=2,top_actions=all,verify_samples=0)"
 
-(each setting is a search spec prefix; ``:ppo:PATH`` is appended; put the reference
-setting first). The seconds printed are the search's own, not the reference rollouts'.
+(each setting is a search spec prefix; ``:ppo:PATH`` is appended, so unnamed options keep
+`agents.search.PPO_SEARCH`'s; put the reference setting first). The seconds printed are the search's own, not the reference rollouts'.
 """
 
 from __future__ import annotations
@@ -99,8 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     rules = SkyjoRules()
     observations, masks = searched_decisions(rules, args.decisions, seed=args.seed)
     base_actions = make_agent(args.base, rules, 0).act(observations, masks)
-    reference = make_agent(f"search(samples=2,depth=100000,leaf=critic):{args.base}", rules,
-                           args.seed + 1)
+    reference = make_agent(f"search(samples=2,depth=100000,leaf=critic,confidence_z=2,"
+                           f"top_actions=all,verify_samples=0):{args.base}", rules, args.seed + 1)
     print(f"base {args.base}, {len(observations)} decisions (seed {args.seed}), reference "
           f"{args.reference_samples} samples to the round's end; points of round margin")
     # (decision, action) -> reference advantage over the base action: settings that make

@@ -16,7 +16,7 @@ prints, overall and per decision phase:
 Usage::
 
     python experiments/search_luck.py [--decisions 300] [--seed 11] \\
-        [--spec "search(samples=64,leaf=critic,depth=12,top_actions=4):ppo:models/ppo_2p.zip"]
+        [--spec "search(samples=64,confidence_z=2,verify_samples=0):ppo:models/ppo_2p.zip"]
 
 ``--spec`` is a search without a ``luck`` option; ``luck=adjusted`` is added to it.
 """

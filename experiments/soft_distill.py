@@ -46,11 +46,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from _benchmarks import benchmark_module  # the module beside this script
 
-_compare = benchmark_module("compare_networks")
-deal_win_shares, interval_text, network_rules = (
-    _compare.deal_win_shares, _compare.interval_text, _compare.network_rules)
+from agents.evaluation.compare import interval_text, network_deal_shares, network_rules
 
 #: Decisions labelled per `SearchAgent.action_values` call.
 _CHUNK = 256
@@ -255,7 +252,7 @@ def run(args: argparse.Namespace) -> None:
         (float(t), bool(int(s)), int(e), float(lr)) for t, s, e, lr in args.fit)
     labelled, decisions = pooled_labels(args)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    source = deal_win_shares(args.checkpoint, args.eval_games, args.eval_seed)
+    source = network_deal_shares(args.checkpoint, args.eval_games, args.eval_seed)
     print(f"\n{args.eval_games} games against ev, seed {args.eval_seed}; "
           f"{labelled['rows'].size:,} labelled decisions")
     print(f"{'fit':<30} {'target moves':>12} {'agree after':>11}  {'win rate, 95% CI':<20} "
@@ -267,7 +264,7 @@ def run(args: argparse.Namespace) -> None:
         name = f"t{temperature:g}_{'shrink' if shrink else 'raw'}_e{epochs}_lr{learning_rate:g}"
         out = args.out_dir / f"{name}.zip"
         stats = fit(args, labelled, decisions, setting, out)
-        fitted = deal_win_shares(out, args.eval_games, args.eval_seed)
+        fitted = network_deal_shares(out, args.eval_games, args.eval_seed)
         print(f"{name:<30} {stats['changed']:>12.1%} {stats['agree_after']:>11.1%}  "
               f"{interval_text(fitted):<20} {interval_text(fitted - source, signed=True)}",
               flush=True)

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="write one CSV row per game here (deal, rotation, each agent's total and win "
-        "share): to pair runs on the same deals (benchmarks/paired_runs.py)",
+        "share): to pair runs on the same deals (skyjo-compare runs A.csv B.csv)",
     )
     parser.add_argument(
         "--replays",

@@ -195,8 +195,8 @@ def _arrangements(result: TournamentResult) -> str:
 
 def render_games_csv(result: TournamentResult) -> str:
     """Every game as a CSV row, for statistics of one's own and for pairing two runs on
-    the same deals (`benchmarks/paired_runs.py`: same seed, agents and player count, so
-    the same deal groups).
+    the same deals (`agents.evaluation.compare.paired_runs`, ``skyjo-compare runs``: same
+    seed, agents and player count, so the same deal groups).
 
     Columns: ``seed``, ``game``, ``deal`` (deal group), ``rotation`` (the seat arrangement:
     agent ``i`` sat at seat ``(i + rotation) % P``, or with ``--seating all`` at

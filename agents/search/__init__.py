@@ -15,6 +15,7 @@ from agents.search.agent import (
     SearchOptionError,
     SearchOptions,
     ValueFunction,
+    search_options,
 )
 from agents.search.observed import ObservationMismatchError, state_from_observations
 from agents.search.values import CriticValue, CriticValueError, PolicyPrior
@@ -31,5 +32,6 @@ __all__ = [
     "SearchOptionError",
     "SearchOptions",
     "ValueFunction",
+    "search_options",
     "state_from_observations",
 ]

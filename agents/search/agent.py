@@ -60,7 +60,8 @@ agent's move (soft training targets, `agents.training.expert.soft_search_targets
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -207,11 +208,41 @@ class SearchOptions:
             )
 
 
-#: What ``search:ppo:PATH`` (no options) searches with: the critic leaf, the policy's top
+#: What ``search:ppo:PATH`` searches with, and where ``search(OPTIONS):ppo:PATH`` starts
+#: (`search_options`): the critic leaf, the policy's top
 #: 4 actions, 64 samples, and a switch retested on 128 fresh samples at z = 0.5: the
 #: setting measured best over ``ppo_2p`` (its measurements: ``docs/results.md``, "Search").
 PPO_SEARCH = SearchOptions(samples=64, depth=12, confidence_z=0.5, leaf="critic",
                            top_actions=4, verify_samples=128)
+
+
+def search_options(changes: Mapping[str, object], over_network: bool) -> SearchOptions:
+    """The settings of ``search(OPTIONS):BASE``: a starting setting, changed only where
+    ``OPTIONS`` names a field.
+
+    A network base (``ppo:PATH``) starts from `PPO_SEARCH`, its measured best, so that
+    ``search(samples=16):ppo:PATH`` is that setting with 16 samples; any other base starts
+    from the `SearchOptions` defaults (the critic leaf, the priors and the retest of
+    `PPO_SEARCH` need a network).
+
+    Args:
+        changes: Field name -> value, the options the spec names (``top_actions`` None:
+            every legal action).
+        over_network: Whether the base agent is a network (``ppo:PATH``).
+
+    Returns:
+        The settings.
+
+    Raises:
+        SearchOptionError: A name that is no `SearchOptions` field, or a bad value.
+    """
+    known = {field.name for field in fields(SearchOptions)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise SearchOptionError(
+            f"unknown search option {unknown[0]!r}; known: {', '.join(sorted(known))}"
+        )
+    return replace(PPO_SEARCH if over_network else SearchOptions(), **changes)
 
 
 class ValueFunction(Protocol):
@@ -745,6 +776,7 @@ __all__ = [
     "ValueFunction",
     "action_evidence",
     "choose",
+    "search_options",
     "expected_grid_scores",
     "expected_round_scores",
     "margins",

@@ -165,10 +165,12 @@ class TrainConfig(BaseModel):
     games' outcomes), then PPO continues (`agents.training.expert`). Searched games are slow
     (seconds each on one core). What it gained is recorded in docs/results.md."""
     expert_search: str = Field(
-        "search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4)", min_length=1
+        "search(samples=32,leaf=critic,depth=12,confidence_z=1,top_actions=4,verify_samples=0)",
+        min_length=1,
     )
     """The search of expert iteration, without its base: ``search`` or
-    ``search(OPTIONS)`` (see `agents.registry`); the base is the current policy. The
+    ``search(OPTIONS)`` (see `agents.registry`; unnamed options keep `PPO_SEARCH`'s, as over
+    any network); the base is the current policy. The
     default is the critic search that expert iteration was first measured with
     (docs/results.md); ``PPO_SEARCH``'s retest makes a stronger but slower teacher."""
     expert_games: int = Field(64, ge=1)

@@ -144,7 +144,15 @@ def test_play_peek_match__full_games_seat_rotation_and_determinism(ceilings):
 
 
 def test_play_peek_match__four_players_vs_three_ev(ceilings):
-    ceiling = ceilings.summarize(
-        "x", *ceilings.play_peek_match(SkyjoRules(num_players=4), 4, seed=1), seconds=0.0
-    )
+    rules = SkyjoRules(num_players=4)
+    totals, truncated = ceilings.play_peek_match(rules, 4, seed=1)
+    assert totals.shape == (4, 4) and not truncated.any()
+    assert (totals.max(axis=1) >= rules.target_score).all()  # played to the target
+    # without the peek, agent 0 is a fourth ev: the four rotations of the deal are then
+    # one game seen from rotated seats, so agents 1-3 are plain ev too
+    control, _ = ceilings.play_peek_match(rules, 4, seed=1, peek=False)
+    for rotation in range(1, 4):
+        np.testing.assert_array_equal(control[rotation], np.roll(control[0], -rotation))
+    assert not np.array_equal(totals, control)  # the peek changed agent 0's play
+    ceiling = ceilings.summarize("x", totals, truncated, seconds=0.0)
     assert ceiling.games == 4 and 0.0 <= ceiling.low <= ceiling.win_rate <= ceiling.high <= 1.0

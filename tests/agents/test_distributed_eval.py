@@ -113,6 +113,7 @@ def test_play_deals__bad_range_is_refused(deals):
         play_deals([RandomAgent(0), RandomAgent(1)], SkyjoRules(), 0, deals)
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__same_report_with_1_2_3_workers(local_ray):
     rules = SkyjoRules()
     specs = ["random", "greedy"]
@@ -131,6 +132,7 @@ def test_evaluate_agents_distributed__same_report_with_1_2_3_workers(local_ray):
     _assert_same_records(results[1].records, here)
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__equals_in_process_for_deterministic_agents(local_ray):
     rules = SkyjoRules()
     specs = ["ev", "greedy"]
@@ -140,6 +142,7 @@ def test_evaluate_agents_distributed__equals_in_process_for_deterministic_agents
     _assert_same_records(sharded.records, in_process.records)
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__progress_bar_advances_per_chunk(local_ray, monkeypatch):
     import agents.evaluation.distributed as distributed
 
@@ -166,6 +169,7 @@ def test_evaluate_agents_distributed__progress_bar_advances_per_chunk(local_ray,
     assert sorted(updates[1:]) == [8, 10, 10, 10]  # one update per chunk, all games counted
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__agent_error_in_worker_is_the_in_process_error(local_ray):
     rules = SkyjoRules()
     specs = ["random", f"{FAKE_MODULE}:Fragile"]
@@ -178,6 +182,7 @@ def test_evaluate_agents_distributed__agent_error_in_worker_is_the_in_process_er
     assert "failed in act(): RuntimeError: kaboom" in str(sharded.value)
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__spec_error_in_worker_is_the_registry_error(local_ray):
     with pytest.raises(AgentSpecError, match="unknown agent spec 'wizard'") as error:
         evaluate_agents_distributed(["random", "wizard"], SkyjoRules(), 4, 0, progress=False)
@@ -200,6 +205,7 @@ def test_ray_session__bad_address_fails_fast_in_one_line(address, words):
     assert time.perf_counter() - started < 5  # Ray alone retries a wrong address for minutes
 
 
+@pytest.mark.slow  # Ray
 def test_main__workers_report_equals_in_process_report(local_ray, tmp_path, capsys):
     argv = ["--agents", "ev", "greedy", "--games", "60", "--seed", "4", "--no-progress"]
     assert main(argv + ["--json", str(tmp_path / "a.json")]) == 0
@@ -212,6 +218,7 @@ def test_main__workers_report_equals_in_process_report(local_ray, tmp_path, caps
     assert first == second
 
 
+@pytest.mark.slow  # Ray
 def test_main__agent_error_in_worker_is_one_line(local_ray, capsys):
     spec = f"{FAKE_MODULE}:Fragile"
     status = main(["--agents", "random", spec, "--games", "4", "--workers", "2", "--no-progress"])
@@ -234,6 +241,7 @@ def test_task_result__ray_failure_becomes_one_line_run_error():
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__resumed_run_reports_as_one_never_stopped(
     local_ray, tmp_path, monkeypatch
 ):
@@ -266,6 +274,7 @@ def test_evaluate_agents_distributed__resumed_run_reports_as_one_never_stopped(
     assert len(list(directory.glob("chunk_*.npz"))) == 5
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__complete_resume_directory_needs_no_ray(
     local_ray, tmp_path, monkeypatch
 ):
@@ -283,6 +292,7 @@ def test_evaluate_agents_distributed__complete_resume_directory_needs_no_ray(
     assert _report(again) == _report(first)
 
 
+@pytest.mark.slow  # Ray
 def test_main__resume_with_other_arguments_is_a_one_line_error(local_ray, tmp_path, capsys):
     argv = ["--agents", "ev", "greedy", "--games", "12", "--workers", "1", "--no-progress",
             "--resume", str(tmp_path / "run")]
@@ -294,6 +304,7 @@ def test_main__resume_with_other_arguments_is_a_one_line_error(local_ray, tmp_pa
     assert "holds another tournament: seed was 1, this run has 2" in err
 
 
+@pytest.mark.slow  # Ray
 def test_evaluate_agents_distributed__all_orders_equal_in_process_and_resume_by_seating(
     local_ray, tmp_path
 ):
@@ -327,6 +338,7 @@ def test_quiet_token_auth_notice__drops_only_the_enabled_notice_and_only_in_the_
     assert [record.getMessage() for record in caplog.records] == [disabled, enabled]
 
 
+@pytest.mark.slow  # Ray
 def test_ray_session__new_local_cluster_keeps_token_auth_without_the_warning(tmp_path):
     # a fresh process and home: Ray must not be running yet, and no token exists
     probe = (

@@ -33,7 +33,10 @@ from skyjo_env.rewards import grid_potential
 
 RULES = SkyjoRules()
 #: Tiny search: cheap enough for unit tests, still a real search over the base.
-TINY_SEARCH = "search(samples=2,depth=2)"
+#: Tiny searches over a network; unnamed options would keep `PPO_SEARCH`'s (agents.registry).
+TINY_SEARCH = ("search(samples=2,depth=2,leaf=margin,top_actions=all,confidence_z=2,"
+               "verify_samples=0)")
+TINY_CRITIC = "samples=2,depth=2,leaf=critic,top_actions=all,confidence_z=2,verify_samples=0"
 
 
 def test_record_games__first_return_is_the_whole_game_reward():
@@ -128,6 +131,7 @@ def test_soft_search_targets__known_answers():
         soft_search_targets(prior, means, errors, base, masks, temperature=0.0)
 
 
+@pytest.mark.slow  # search games
 def test_collect_expert_games__search_games_are_seeded_and_legal():
     spec = f"{TINY_SEARCH}:greedy"
     first = collect_expert_games(RULES, spec, games=3, seed=2, teacher_seed=5).played
@@ -139,6 +143,7 @@ def test_collect_expert_games__search_games_are_seeded_and_legal():
     assert agreement(greedy.act(first.observations, first.masks), first.actions) < 1.0
 
 
+@pytest.mark.slow  # search games
 def test_collect_expert_games__records_the_search_values_of_each_decision():
     # z = 0, no retest: every searched move is the best mean of the recorded values
     spec = "search(samples=3,depth=2,confidence_z=0):greedy"
@@ -216,11 +221,13 @@ def _actor_weights(model) -> list[np.ndarray]:
             for p in [*actor_parameters(model.policy), *critic_parameters(model.policy)]]
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_trainer_expert_iteration__fits_the_policy_to_the_search(tmp_path):
     from agents.training.trainer import Trainer
 
     # confidence_z=0: the search plays its best mean, often not the policy's own move
-    config = _tiny_config(expert_search="search(samples=2,depth=2,confidence_z=0)")
+    config = _tiny_config(expert_search="search(samples=2,depth=2,confidence_z=0,leaf=margin,"
+                                        "top_actions=all,verify_samples=0)")
     trainer = Trainer(prepare_start(config), tmp_path / "run")
     trainer.build_env()
     trainer.model = trainer.build_model()
@@ -238,6 +245,7 @@ def test_trainer_expert_iteration__fits_the_policy_to_the_search(tmp_path):
     assert (tmp_path / "run" / "expert" / "policy.zip").is_file()
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_trainer_expert_iteration__soft_targets_fit_the_searched_decisions(tmp_path):
     from agents.training.trainer import Trainer
 
@@ -269,6 +277,7 @@ def test_trainer_expert_iteration__stop_request_leaves_the_network_alone(tmp_pat
     assert trainer.next_expert == 1024  # still due: a resume does it
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_train__expert_iteration_logs_to_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -286,6 +295,7 @@ def test_train__expert_iteration_logs_to_tensorboard(tmp_path):
     assert len(events.Scalars("expert/agreement_after")) == 1  # at 1,024 steps; not at the end
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_distill_checkpoint__writes_a_loadable_fitted_network(tmp_path):
     import torch
 
@@ -399,6 +409,7 @@ def test_load_recorded_games__another_npz_is_refused(tmp_path):
         load_recorded_games(tmp_path / "other.npz", 5, 4)
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_distill_checkpoint__soft_targets_move_the_policy_towards_them(tmp_path):
     import torch
 
@@ -442,6 +453,7 @@ def test_distill_checkpoint__bad_soft_temperature_is_refused_before_searching(tm
     assert not (tmp_path / "o.zip").exists()
 
 
+@pytest.mark.slow  # subprocess benchmark runs
 def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     import subprocess
     import sys
@@ -469,6 +481,7 @@ def test_soft_distill_benchmark__labels_fits_and_compares(tmp_path):
     assert re.search(r"capacity check: on 20 decisions .* plays it in \d+\.\d%", again.stdout)
 
 
+@pytest.mark.slow  # subprocess benchmark runs
 def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_path):
     import subprocess
     import sys
@@ -478,10 +491,10 @@ def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_pa
     root = Path(__file__).resolve().parents[2]
     shipped = root / "models" / "ppo_2p.zip"
     played, values = collect_expert_games(
-        RULES, f"search(samples=2,depth=2,leaf=critic):ppo:{shipped}", games=1, seed=1,
+        RULES, f"search({TINY_CRITIC}):ppo:{shipped}", games=1, seed=1,
         teacher_seed=2)
     games = tmp_path / "searched.games.npz"
-    save_recorded_games(played, games, {"search": "search(samples=2,depth=2,leaf=critic)"},
+    save_recorded_games(played, games, {"search": f"search({TINY_CRITIC})"},
                         values)
     command = [sys.executable, str(root / "experiments" / "soft_distill.py"), "--games",
                str(games), str(games), "--fit", "0.03", "0", "1", "1e-4", "--eval-games", "2",
@@ -496,60 +509,7 @@ def test_soft_distill_benchmark__pools_the_values_recorded_with_the_games(tmp_pa
     assert not (tmp_path / "searched.games.labels.npz").exists()  # nothing labelled again
 
 
-def test_compare_networks_benchmark__same_network_same_deals_differs_by_zero():
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    two, four = root / "models" / "ppo_2p.zip", root / "models" / "ppo_4p.zip"
-    script = str(root / "benchmarks" / "compare_networks.py")
-    done = subprocess.run([sys.executable, script, str(two), str(two), "--games", "8"],
-                          capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0] == "8 games against ev, seed 4242"
-    # the same network on the same deals: the same games, so a paired difference of 0
-    assert lines[-1].startswith(str(two)) and lines[-1].endswith("+0.0 [+0.0, +0.0]"), lines
-    done = subprocess.run([sys.executable, script, str(four), "--games", "4", "--seed", "1"],
-                          capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("4 games against ev ev ev, seed 1"), done.stdout
-
-
-@pytest.mark.parametrize(
-    "networks, extra, message",
-    [
-        (["ppo_2p.zip", "ppo_4p.zip"], [], "ppo_4p.zip was trained for other rules than"),
-        (["ppo_2p.md"], [], "is corrupt"),
-        (["no_such.zip"], [], "does not exist"),
-        (["ppo_2p.zip"], ["--games", "0"], "--games must be >= 1"),
-    ],
-)
-def test_compare_networks_benchmark__bad_input_is_one_line_exit_2(networks, extra, message):
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    script = str(root / "benchmarks" / "compare_networks.py")
-    paths = [str(root / "models" / name) for name in networks]
-    done = subprocess.run([sys.executable, script, *paths, *extra], capture_output=True,
-                          text=True, cwd=root, timeout=300)
-    assert done.returncode == 2 and done.stdout == ""
-    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
-
-
-def test_compare_networks_interval_text__win_rates_stay_within_0_and_100():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_networks.py"
-    spec = importlib.util.spec_from_file_location("compare_networks", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    # the plain Student-t interval of these five deal shares reaches 117.8%
-    assert module.interval_text(np.array([1.0, 1.0, 0.5, 1.0, 1.0])) == "90.0% [62.2, 100.0]"
-    assert module.interval_text(np.array([0.1, -0.2, 0.3]), signed=True) == "+6.7 [-55.8, +69.2]"
-
-
+@pytest.mark.slow  # subprocess benchmark runs
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -30,6 +30,7 @@ def test_collect_demonstrations__records_legal_teacher_moves():
     np.testing.assert_array_equal(actions, again[2])
 
 
+@pytest.mark.slow  # network fitting
 def test_clone_policy__agrees_with_ev_on_held_out_decisions():
     from sb3_contrib import MaskablePPO
 
@@ -76,6 +77,7 @@ def test_clone_policy__anchor_keeps_the_policy_closer_to_itself():
         clone_policy(model.policy, observations, masks, actions, epochs=1, anchor=1.0)
 
 
+@pytest.mark.slow  # network fitting
 def test_clone_policy__target_probabilities_are_the_fitted_distribution():
     from sb3_contrib import MaskablePPO
 
@@ -109,6 +111,7 @@ def test_clone_policy__target_probabilities_are_the_fitted_distribution():
                      target_probabilities=targets)
 
 
+@pytest.mark.slow  # network fitting
 def test_trainer_warm_start__shows_its_games_and_cloning_as_they_run(tmp_path, capsys):
     from agents.training.config import TrainConfig
     from agents.training.start import prepare_start

@@ -49,6 +49,7 @@ def test_chunk_sizes__fixed_chunks_then_the_remainder():
         chunk_sizes(5, 0)
 
 
+@pytest.mark.slow  # Ray
 def test_collect_chunked_demonstrations__same_arrays_with_0_1_and_2_workers(local_ray):
     in_process = collect_chunked_demonstrations(**TINY, workers=0)
     observations, masks, actions = in_process
@@ -61,7 +62,7 @@ def test_collect_chunked_demonstrations__same_arrays_with_0_1_and_2_workers(loca
     assert local_ray.is_initialized()  # a Ray it did not start is left running
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])  # 2: Ray
 def test_collect_chunked_demonstrations__reports_each_chunk_as_it_ends(workers, request):
     if workers:
         request.getfixturevalue("local_ray")
@@ -83,6 +84,7 @@ def test_collect_chunked_demonstrations__chunk_is_a_seeded_unit():
     assert len(other[2]) != len(whole[2]) or not np.array_equal(other[0], whole[0])
 
 
+@pytest.mark.slow  # Ray
 def test_run_chunks__results_come_back_in_chunk_order(local_ray):
     def slow_first(chunk: int, size: int) -> tuple[int, int]:
         # a local function: pickled by value, so Ray workers need not import this file
@@ -133,6 +135,7 @@ def test_train_config__bad_data_workers_or_ray_address_is_one_line(changes, mess
     assert TrainConfig(data_workers=2, ray_address="auto").ray_address == "auto"
 
 
+@pytest.mark.slow  # subprocess run
 def test_imitation_and_config__import_no_ray():
     probe = ("import sys, agents.training.config, agents.training.imitation, agents.training.trainer\n"
              "print('ray' in sys.modules)")
@@ -141,11 +144,13 @@ def test_imitation_and_config__import_no_ray():
     assert done.stdout.split()[-1] == "False"
 
 
+@pytest.mark.slow  # Ray
 def test_collect_expert_games__same_search_games_with_0_and_2_workers(local_ray):
     # the search over a shipped network, as expert iteration runs it: every worker loads
     # the checkpoint and plays its chunks from the chunk seeds alone
     shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
-    spec = f"search(samples=2,depth=2):ppo:{shipped}"
+    spec = (f"search(samples=2,depth=2,leaf=margin,top_actions=all,confidence_z=2,"
+            f"verify_samples=0):ppo:{shipped}")
     arguments = dict(games=3, seed=5, teacher_seed=6, chunk_games=1)
     in_process = collect_expert_games(RULES, spec, **arguments)
     distributed = collect_expert_games(RULES, spec, **arguments, workers=2)
@@ -155,6 +160,7 @@ def test_collect_expert_games__same_search_games_with_0_and_2_workers(local_ray)
     assert len(in_process.played.actions) > 100
 
 
+@pytest.mark.slow  # Ray
 def test_run_chunks__should_stop_cancels_ray_tasks(local_ray):
     def task(chunk: int, size: int) -> int:
         import time

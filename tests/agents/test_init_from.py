@@ -39,6 +39,7 @@ def _actor_state(policy) -> dict[str, torch.Tensor]:
             if id(parameter) in names}
 
 
+@pytest.mark.slow  # trains its source network and runs
 def test_init_from__a_frozen_actor_keeps_the_source_weights_exactly(source, tmp_path):
     # the value warm-up freezes the actor for its rollouts: over a run shorter than it,
     # the saved actor must be the source's, weight for weight, and the critic must differ
@@ -61,6 +62,7 @@ def test_init_from__a_frozen_actor_keeps_the_source_weights_exactly(source, tmp_
     assert metadata["timesteps"] == 2048  # the step count starts fresh
 
 
+@pytest.mark.slow  # trains its source network and runs
 def test_init_from__then_ppo_trains_the_actor_too(source, tmp_path):
     config = TrainConfig(**SMALL, total_timesteps=2048, init_from=str(source),
                          value_warmup_rollouts=0, eval_interval=0, checkpoint_interval=1024,
@@ -71,6 +73,7 @@ def test_init_from__then_ppo_trains_the_actor_too(source, tmp_path):
     assert any(not torch.equal(value, actor_after[name]) for name, value in actor_before.items())
 
 
+@pytest.mark.slow  # trains its source network and runs
 def test_init_from__skips_the_imitation_teacher(source):
     # no warm start runs, so a teacher that cannot be built is no error
     config = TrainConfig(**SMALL, init_from=str(source), imitation_teacher="no-such-agent")
@@ -79,6 +82,7 @@ def test_init_from__skips_the_imitation_teacher(source):
         prepare_start(TrainConfig(**SMALL, imitation_teacher="no-such-agent"))
 
 
+@pytest.mark.slow  # trains its source network and runs
 @pytest.mark.parametrize(
     "changes, fragment",
     [
@@ -98,6 +102,7 @@ def test_init_from__another_network_or_rules_is_named(source, changes, fragment)
     assert message.startswith("config key 'init_from': ") and fragment in message, message
 
 
+@pytest.mark.slow  # trains its source network and runs
 def test_train_cli__init_from_mistakes_are_one_line_and_write_nothing(source, tmp_path, capsys):
     corrupt = tmp_path / "corrupt.zip"
     corrupt.write_bytes(b"not a zip")
@@ -136,6 +141,7 @@ def _assert_same_logits(policy, reference) -> None:
                                    rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # trains its source network and runs
 @pytest.mark.parametrize("features, added", [("grid_feeding", 12 + 2),
                                              ("grid_feeding_waits_risk", 12 + 2 + 12 + 1 + 10)])
 def test_init_from__widens_a_grid_network_into_a_later_kind(source, tmp_path, features, added):
@@ -154,6 +160,7 @@ def test_init_from__widens_a_grid_network_into_a_later_kind(source, tmp_path, fe
     _assert_same_logits(widened, before)
 
 
+@pytest.mark.slow  # trains its source network and runs
 def test_init_from__a_grid_feeding_network_cannot_start_a_grid_run(source, tmp_path):
     wide = tmp_path / "wide"
     train(TrainConfig(**{**SMALL, "features": "grid_feeding"}, total_timesteps=512,
@@ -163,6 +170,7 @@ def test_init_from__a_grid_feeding_network_cannot_start_a_grid_run(source, tmp_p
         prepare_start(config)
 
 
+@pytest.mark.slow  # trains its source network and runs
 def test_init_from__a_resumed_run_no_longer_needs_the_network(source, tmp_path):
     # --resume continues the checkpoint: the network the run started from may be gone
     start = tmp_path / "start.zip"
@@ -181,6 +189,7 @@ def test_init_from__a_resumed_run_no_longer_needs_the_network(source, tmp_path):
     assert not (tmp_path / "other").exists()
 
 
+@pytest.mark.slow  # trains its source network and runs
 def test_init_from__grows_hidden_layers_and_plays_as_before(source, tmp_path):
     # net2net: the source's units keep their weights and ignore the added ones, and the
     # added units' weights into the layers above are zero; the frozen actor plays as before

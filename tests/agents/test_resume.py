@@ -44,7 +44,8 @@ RESUMABLE = dict(
     snapshot_min_score=0.0,
     expert_interval=3072,
     expert_games=2,
-    expert_search="search(samples=2,depth=2)",
+    expert_search=("search(samples=2,depth=2,leaf=margin,top_actions=all,confidence_z=2,"
+                   "verify_samples=0)"),
     progress=False,
 )
 
@@ -93,6 +94,7 @@ def _kill_after_a_lost_evaluation(process: subprocess.Popen, run_dir: Path) -> i
     raise AssertionError(f"the run ended before it could be killed: {process.stderr.read()}")
 
 
+@pytest.mark.slow  # subprocess training
 def test_resume__killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     config_path = tmp_path / "resumable.yaml"
     config_path.write_text(yaml.safe_dump(RESUMABLE))
@@ -139,6 +141,7 @@ def _stderr_reader(process: subprocess.Popen) -> tuple[threading.Thread, list[st
     return reader, chunks
 
 
+@pytest.mark.slow  # subprocess training
 def test_resume__sigterm_during_warm_start_stops_cleanly_with_nothing_to_resume(tmp_path):
     config_path = tmp_path / "slow_warm_start.yaml"
     # a warm start of many minutes: the signal surely lands inside it
@@ -177,6 +180,7 @@ def test_resume__sigterm_during_warm_start_stops_cleanly_with_nothing_to_resume(
     assert len(again.stderr.strip().splitlines()) == 1 and "nothing to resume" in again.stderr
 
 
+@pytest.mark.slow  # training run
 def test_train__a_stop_whose_exception_was_swallowed_still_ends_the_warm_start(
         tmp_path, monkeypatch):
     # a signal landing inside code that catches every exception (numba's compiler does)

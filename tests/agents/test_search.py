@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from hidden_cards import hide_differently
+from hidden_cards import assert_decisions_ignore_hidden_cards, redeal_hidden
 
 from agents.cli import evaluate
-from agents.registry import AgentSpecError, make_agent
+from agents.registry import AgentSpecError, make_agent, search_settings
 from agents.search import (
     ObservationMismatchError,
     SearchAgent,
@@ -115,45 +117,41 @@ def test_search__legal_and_deterministic_for_a_seed():
     np.testing.assert_array_equal(first, again)
 
 
+#: Tiny critic searches over a network (unnamed options would keep `PPO_SEARCH`'s).
+_TINY_CRITIC = "search(samples=2,depth=2,leaf=critic,top_actions=3,confidence_z=2,verify_samples=0)"
+
+
 @pytest.mark.parametrize(
-    "spec", [None, "search(samples=2,depth=2,leaf=critic,top_actions=3):ppo:models/ppo_2p.zip",
-             "search(samples=2,depth=2,leaf=critic,top_actions=3):"
-             "ppo:models/ppo_2p_stage3.zip",
+    "spec", [None, f"{_TINY_CRITIC}:ppo:models/ppo_2p.zip",
+             f"{_TINY_CRITIC}:ppo:models/ppo_2p_stage3.zip",
              "search(samples=4,depth=4,luck=adjusted):ev"],
     ids=["margin-over-ev", "critic-over-ppo", "critic-over-ppo-feeding", "luck-adjusted-over-ev"],
 )
 def test_search__decisions_ignore_hidden_cards(spec):
+    """At every step of 4 games played by ev, a twin game with every face-down card and
+    the draw pile dealt again (`redeal_hidden`): two searches built alike, one per twin,
+    decide the same (their samples come from what the seat sees, not from the deal)."""
     rules = SkyjoRules()
     encoder = ObservationEncoder(rules)
     ev = make_agent("ev", rules, 0)
     if spec is None:
-        agents = [SearchAgent(make_agent("ev", rules, 0), rules, seed=2, options=FAST)
-                  for _ in range(2)]
+        pair = tuple(SearchAgent(make_agent("ev", rules, 0), rules, seed=2, options=FAST)
+                     for _ in range(2))
     else:
-        agents = [make_agent(spec, rules, 2) for _ in range(2)]
+        pair = tuple(make_agent(spec, rules, 2) for _ in range(2))
     state = new_batch(rules, 4)
     reset(state, np.random.default_rng(8))
     rng = np.random.default_rng(9)
-    checked, steps = 0, 60 if spec is None else 25  # the PPO search is slower per step
+    compared, steps = 0, 60 if spec is None else 25  # the PPO search is slower per step
     for _ in range(steps):
+        twin = redeal_hidden(state, rng)
+        compared += assert_decisions_ignore_hidden_cards(pair, state, twin, encoder)
         running = ~state.game_over
-        masks = legal_action_mask(state)
-        observations = encoder.encode(state, state.current_player)
-        other = state.copy()
-        for b in range(state.batch_size):
-            hide_differently(other, b, rng)
-        assert (other.grid != state.grid).any() or (other.draw_pile != state.draw_pile).any()
-        shuffled = encoder.encode(other, other.current_player)
-        np.testing.assert_array_equal(shuffled[running], observations[running])
-        np.testing.assert_array_equal(
-            agents[0].act(shuffled[running], masks[running]),
-            agents[1].act(observations[running], masks[running]),
-        )
-        checked += int(running.sum())
         actions = np.full(state.batch_size, -1, np.int64)
-        actions[running] = ev.act(observations[running], masks[running])
+        actions[running] = ev.act(encoder.encode(state, state.current_player)[running],
+                                  legal_action_mask(state)[running])
         step(state, actions)
-    assert checked > steps
+    assert compared > 3 * steps
 
 
 def test_make_agent__search_specs():
@@ -188,6 +186,7 @@ def test_make_agent__search_specs():
         ("search(leaf=tree):ev", "leaf must be one of margin, critic, got 'tree'"),
         ("search(leaf=critic):ev", "leaf=critic needs a 'ppo:PATH' base agent"),
         ("search(top_actions=1):ev", "top_actions must be an int >= 2, got 1"),
+        ("search(top_actions=few):ev", "top_actions='few' is not an int or 'all'"),
         ("search(top_actions=3):greedy", "top_actions needs a 'ppo:PATH' base agent"),
         ("search(verify_samples=-1):ev", "verify_samples must be an int >= 0, got -1"),
         ("search(rollout_precision=half):ev",
@@ -384,8 +383,8 @@ def test_search__top_actions_keeps_the_base_choice_and_the_most_probable():
 def test_make_agent__critic_leaf_over_a_shipped_model():
     from agents.search.values import CriticValue, PolicyPrior
 
-    agent = make_agent(f"search(samples=2,depth=1,leaf=critic,top_actions=3):ppo:{SHIPPED_2P}",
-                       SkyjoRules(), 0)
+    agent = make_agent(f"search(samples=2,depth=1,leaf=critic,top_actions=3,confidence_z=2,"
+                       f"verify_samples=0):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
     assert isinstance(agent.value_fn, CriticValue) and agent.value_fn.shaping_weight == 1.0
     assert isinstance(agent.prior_fn, PolicyPrior)
     observations, masks = _observations_of_played_games(SkyjoRules(), games=1, seed=2, every=13)
@@ -400,9 +399,34 @@ def test_make_agent__plain_search_over_a_network_uses_its_measured_setting():
     agent = make_agent(f"search:ppo:{SHIPPED_2P}", SkyjoRules(), 0)
     assert agent.options == PPO_SEARCH and PPO_SEARCH.leaf == "critic"
     assert PPO_SEARCH.verify_samples > 0 and isinstance(agent.value_fn, CriticValue)
-    # named options start from the plain defaults, whatever the base
-    named = make_agent(f"search(samples=2):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
-    assert named.options == SearchOptions(samples=2)
+
+
+def test_make_agent__search_options_over_a_network_change_only_what_they_name():
+    from agents.search import PPO_SEARCH
+    from agents.search.values import CriticValue, PolicyPrior
+
+    named = make_agent(f"search(samples=2,depth=3):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert named.options == replace(PPO_SEARCH, samples=2, depth=3)
+    assert named.options != SearchOptions(samples=2, depth=3)  # not the generic defaults
+    assert isinstance(named.value_fn, CriticValue) and isinstance(named.prior_fn, PolicyPrior)
+    # every tuned option can be named back to the generic default
+    generic = make_agent(f"search(samples=2,depth=3,leaf=margin,top_actions=all,confidence_z=2,"
+                         f"verify_samples=0):ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert generic.options == SearchOptions(samples=2, depth=3)
+    assert generic.prior_fn is None and not isinstance(generic.value_fn, CriticValue)
+    # the search of expert iteration, named without its base: over the policy, a network
+    assert search_settings("search(samples=4)") == replace(PPO_SEARCH, samples=4)
+    assert search_settings("search") == PPO_SEARCH
+
+
+def test_make_agent__search_options_over_another_base_change_the_generic_defaults():
+    assert make_agent("search(samples=3,depth=5):ev", SkyjoRules(), 0).options == (
+        SearchOptions(samples=3, depth=5)
+    )
+    assert make_agent("search:greedy", SkyjoRules(), 0).options == SearchOptions()
+    # a search over a search over a network: the outer base is no network
+    nested = make_agent(f"search(samples=2):search:ppo:{SHIPPED_2P}", SkyjoRules(), 0)
+    assert nested.options == SearchOptions(samples=2)
 
 
 class _CountingAgent:
@@ -442,7 +466,8 @@ def test_rollout_precisions__are_the_precisions_the_actor_runs():
 
 def test_make_agent__bfloat16_rollouts_over_a_shipped_model():
     agent = make_agent(
-        f"search(samples=2,depth=2,rollout_precision=bfloat16):ppo:{SHIPPED_2P}", SkyjoRules(), 0
+        f"search(samples=2,depth=2,rollout_precision=bfloat16,leaf=margin,top_actions=all,"
+        f"confidence_z=2,verify_samples=0):ppo:{SHIPPED_2P}", SkyjoRules(), 0,
     )
     assert agent.options.rollout_precision == "bfloat16"
     assert agent.rollout_agent.actor.precision == "bfloat16"

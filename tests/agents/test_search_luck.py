@@ -137,6 +137,7 @@ def test_search__luck_adjusted_search_is_legal_and_seeded():
     np.testing.assert_array_equal(first, make_agent(spec, rules, 3).act(observations, masks))
 
 
+@pytest.mark.slow  # subprocess benchmark run
 def test_search_luck_benchmark__runs_and_reports_the_ratios():
     import subprocess
     import sys
@@ -145,7 +146,8 @@ def test_search_luck_benchmark__runs_and_reports_the_ratios():
     script = Path(__file__).resolve().parents[2] / "experiments" / "search_luck.py"
     done = subprocess.run(
         [sys.executable, str(script), "--decisions", "12", "--spec",
-         "search(samples=24,depth=6,top_actions=3,leaf=critic):ppo:models/ppo_2p.zip"],
+         "search(samples=24,depth=6,top_actions=3,leaf=critic,confidence_z=2,verify_samples=0):"
+         "ppo:models/ppo_2p.zip"],
         capture_output=True, text=True, timeout=300, check=True,
     )
     assert "standard error adjusted / raw:" in done.stdout

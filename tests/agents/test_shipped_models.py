@@ -75,6 +75,7 @@ def test_model_card__agrees_with_the_checkpoint_and_names_existing_reports(name)
         assert f"{data['agents'][0]['win_rate']:.1%}" in body, (report, "win rate not quoted")
 
 
+@pytest.mark.slow  # shipped-model games
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_model__loads_and_plays_legal_full_games(name):
     path = MODELS / f"{name}.zip"
@@ -99,6 +100,7 @@ def test_shipped_model__is_weights_and_json_only(name):
         assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
 
 
+@pytest.mark.slow  # subprocess run
 def test_load_ppo_agent__acting_needs_no_optimizer_and_skips_torch_dynamo():
     # a real torch optimizer imports torch._dynamo (about a second per process); a policy
     # loaded to act gets a stand-in that names the problem if anyone tries to train it

@@ -220,6 +220,7 @@ def test_sweep__tiny_sweep_in_process_writes_summary_and_best_config(in_process_
     assert {**trained, "progress": True} == loaded.to_dict()  # the base's progress setting
 
 
+@pytest.mark.slow  # Ray
 def test_sweep__two_workers_on_ray_sample_what_one_worker_samples(ray_sweep, in_process_sweep):
     code, sweep_dir, summary = ray_sweep
     assert code == 0
@@ -364,6 +365,7 @@ def test_sweep_cli__used_sweep_dir_exits_2(tmp_path, capsys):
     assert "already holds a sweep" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # subprocess run
 def test_layering__training_never_imports_optuna_or_ray():
     probe = ("import sys, agents.training.trainer, agents.cli.train, agents.cli.sweep\n"
              "print([m for m in ('optuna', 'ray') if m in sys.modules])")

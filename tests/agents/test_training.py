@@ -79,6 +79,7 @@ def test_shipped_configs__load_and_validate():
         assert config.resolve_rules().num_players == config.num_players
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_train__tiny_run_writes_events_checkpoints_and_config(tiny_run):
     run_dir, summary = tiny_run
     assert summary["timesteps"] >= TINY["total_timesteps"]
@@ -96,6 +97,7 @@ def test_train__tiny_run_writes_events_checkpoints_and_config(tiny_run):
     assert SkyjoRules.from_dict(metadata["rules"]) == SkyjoRules()
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_train__tensorboard_has_eval_scalars(tiny_run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -113,6 +115,7 @@ def _win_rate_vs_greedy(agent: PPOAgent) -> float:
     return outcome.agents[0].win_rate
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_train__tiny_run_learns_to_beat_greedy(tiny_run):
     """The tiny run (warm start on 3000 ev games, then two PPO rollouts) plays far better
     than its untrained network: measured 71% against greedy, the untrained one 0%."""
@@ -125,6 +128,7 @@ def test_train__tiny_run_learns_to_beat_greedy(tiny_run):
     assert trained >= 0.5 and fresh <= 0.2 and trained - fresh >= 0.4, (trained, fresh)
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_evaluate_cli__loads_a_trained_checkpoint(tiny_run, tmp_path):
     run_dir, _ = tiny_run
     report = tmp_path / "report.json"
@@ -138,6 +142,7 @@ def test_evaluate_cli__loads_a_trained_checkpoint(tiny_run, tmp_path):
     assert data["games"] == 4
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_ppo_agent__acts_legally_on_any_mask(tiny_run):
     run_dir, _ = tiny_run
     agent = load_ppo_agent(run_dir / "best.zip", SkyjoRules())
@@ -150,6 +155,7 @@ def test_ppo_agent__acts_legally_on_any_mask(tiny_run):
     assert masks[np.arange(64), actions].all()
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_load_ppo_agent__rejects_other_rules(tiny_run):
     run_dir, _ = tiny_run
     with pytest.raises(CheckpointError, match="trained for other rules.*row_elimination"):
@@ -158,6 +164,7 @@ def test_load_ppo_agent__rejects_other_rules(tiny_run):
         load_ppo_agent(run_dir / "best.zip", SkyjoRules(num_players=3))
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_load_ppo_agent__rejects_another_observation_layout(tiny_run, tmp_path):
     run_dir, _ = tiny_run
     tampered = tmp_path / "old_layout.zip"
@@ -187,6 +194,7 @@ def test_load_ppo_agent__missing_corrupt_and_foreign_files(tmp_path):
         load_ppo_agent(foreign, SkyjoRules())
 
 
+@pytest.mark.slow  # the tiny training run (about 30 s)
 def test_load_ppo_agent__truncated_checkpoint_is_corrupt(tiny_run, tmp_path):
     run_dir, _ = tiny_run
     truncated = tmp_path / "truncated.zip"
@@ -196,6 +204,7 @@ def test_load_ppo_agent__truncated_checkpoint_is_corrupt(tiny_run, tmp_path):
         load_ppo_agent(truncated, SkyjoRules())
 
 
+@pytest.mark.slow  # training runs
 def test_trainer__resume_continues_from_the_last_checkpoint(tmp_path):
     config = TrainConfig(**{**TINY, "total_timesteps": 1024, "eval_interval": 0, "imitation_games": 0})
     first = train(config, tmp_path)

@@ -13,6 +13,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
 TINY = "search(samples=2,depth=2,leaf=critic)"
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_main__two_steps_chain_their_networks(tmp_path, capsys):
     out = tmp_path / "distilled.zip"
     code = main(["--checkpoint", str(SHIPPED), "--out", str(out), "--steps", "2", "--games", "1",
@@ -70,6 +71,7 @@ def test_main__no_step_overwrites_the_starting_checkpoint(tmp_path, capsys):
     assert start.read_bytes() == SHIPPED.read_bytes()
 
 
+@pytest.mark.slow  # search games and network fitting
 def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, monkeypatch):
     opened, counted = [], []
 
@@ -104,6 +106,7 @@ def test_parallel_games__the_first_chunks_ray_starts_together(games, workers, ex
     assert parallel_games(argparse.Namespace(games=games, workers=workers)) == expected
 
 
+@pytest.mark.slow  # search games and network fitting
 @pytest.mark.parametrize("soft", [[], ["--soft-temperature", "0.03"]])
 def test_main__kept_games_refit_the_same_network_without_searching(tmp_path, capsys, soft):
     import torch

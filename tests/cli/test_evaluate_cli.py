@@ -237,6 +237,7 @@ def test_main__argparse_errors_return_2(capsys):
     assert "--agents" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # subprocess CLI run
 def test_evaluate_script__runs_as_a_program(tmp_path):
     path = tmp_path / "r.json"
     completed = subprocess.run(
@@ -357,6 +358,7 @@ def test_main__workers_without_ray_names_the_extra(tmp_path, capsys, monkeypatch
     assert list(outputs.iterdir()) == []
 
 
+@pytest.mark.slow  # subprocess CLI run
 def test_main__single_process_path_never_imports_ray(tmp_path):
     code = (
         "import sys, agents.evaluation.distributed\n"

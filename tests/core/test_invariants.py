@@ -355,7 +355,13 @@ def run_games(rules, games, seed, legality_every=40, max_steps=100_000):
     return state, checker, steps
 
 
-@pytest.mark.parametrize("name", list(CONFIGS))
+#: Configs that repeat the check at more seats or presets: slow (make test-fast keeps the rest).
+_MORE_OF_THE_SAME = {"official-3p", "official-4p", "official-8p", "online-2p", "online-4p",
+                     "4x4-no-columns-max-rounds-4p"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow)
+                                  if name in _MORE_OF_THE_SAME else name for name in CONFIGS])
 def test_random_games__keep_every_invariant(name):
     rules, games = CONFIGS[name]
     state, checker, steps = run_games(rules, games, seed=sum(map(ord, name)))

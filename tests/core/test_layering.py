@@ -27,6 +27,7 @@ def _imported_after(statement: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # subprocess runs
 @pytest.mark.parametrize(
     "statement, allowed",
     [

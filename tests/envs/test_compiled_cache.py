@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import skyjo_env
 from skyjo_env.core.jit import CACHE_DIR_PREFIX, prune_cache_dirs
 
@@ -45,6 +47,7 @@ def run_probe(root: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # subprocesses compiling the kernels
 def test_jit__recompiles_when_a_called_module_changes(tmp_path):
     # the copied caches stay valid: they are keyed on source contents
     shutil.copytree(Path(skyjo_env.__file__).parent, tmp_path / "skyjo_env")

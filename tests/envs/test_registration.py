@@ -19,6 +19,7 @@ from skyjo_env.registration import ENV_ID, make_single_agent_env, register_when_
 from .helpers import PickAgent
 
 
+@pytest.mark.slow  # subprocess runs
 @pytest.mark.parametrize(
     "script",
     [
@@ -75,7 +76,17 @@ def test_registration__gymnasium_checker_passes_on_the_made_env():
 def test_registration__same_seed_same_game_as_the_class():
     made = gymnasium.make(ENV_ID, num_players=2, opponents=PickAgent())
     direct = SkyjoGymEnv(num_players=2, opponents=PickAgent())
-    np.testing.assert_array_equal(made.reset(seed=11)[0], direct.reset(seed=11)[0])
+    observation, _ = made.reset(seed=11)
+    np.testing.assert_array_equal(observation, direct.reset(seed=11)[0])
+    steps, over = 0, False
+    while not over:  # the whole game, step by step, with the same actions
+        masks = direct.action_masks()
+        action = int(np.flatnonzero(masks)[steps % int(masks.sum())])
+        ours, theirs = made.step(action), direct.step(action)
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        assert ours[1:4] == theirs[1:4]  # reward, terminated, truncated
+        over, steps = ours[2] or ours[3], steps + 1
+    assert steps > 20 and made.unwrapped.learner_seat == direct.learner_seat
 
 
 def test_make_single_agent_env__unknown_preset_is_one_line_naming_it():

@@ -109,13 +109,36 @@ def test_vec_env__action_masks_work_through_env_method():
     assert venv.env_is_wrapped(object) == [False] * 5
 
 
-def test_vec_env__maskable_ppo_learns():
+def _mean_round_reward(model, rounds: int = 200, seed: int = 10_000) -> float:
+    """Mean learner reward of ``model``'s most probable legal actions over ``rounds``
+    one-round games against the random opponent, dealt from ``seed`` (the same for every
+    model)."""
+    venv = SkyjoVecEnv(50, num_players=2, seed=seed, episode="round")
+    observations, ended = venv.reset(), []
+    while len(ended) < rounds:
+        actions, _ = model.predict(observations, action_masks=venv.action_masks(),
+                                   deterministic=True)
+        observations, rewards, dones, _ = venv.step(actions)
+        ended.extend(rewards[dones].tolist())
+    return float(np.mean(ended[:rounds]))
+
+
+@pytest.mark.slow  # about 15 s of training
+def test_vec_env__maskable_ppo_learns_to_beat_the_random_opponent():
+    """MaskablePPO trained on the VecEnv for 131,072 learner decisions (one-round games
+    against the random opponent) scores a better round margin than its untrained policy
+    on the same 200 rounds: measured +0.17 reward (17 points of margin) at seed 0, +0.14
+    to +0.57 at seeds 1-3."""
     from sb3_contrib import MaskablePPO
 
-    venv = SkyjoVecEnv(4, num_players=2, seed=0)
-    model = MaskablePPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=0, device="cpu")
-    model.learn(256)
-    assert model.num_timesteps >= 256
+    venv = SkyjoVecEnv(16, num_players=2, seed=0, episode="round")
+    model = MaskablePPO("MlpPolicy", venv, n_steps=128, batch_size=512, n_epochs=4,
+                        learning_rate=1e-3, seed=0, device="cpu")
+    untrained = _mean_round_reward(model)
+    model.learn(131_072)
+    trained = _mean_round_reward(model)
+    assert model.num_timesteps >= 131_072
+    assert trained - untrained >= 0.08, (untrained, trained)
 
 
 def test_vec_env__seeded_runs_repeat_and_learner_seats_vary():

@@ -1,0 +1,108 @@
+"""``skyjo-compare`` (`agents.cli.compare`): paired runs and networks, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.cli.compare import main
+from agents.cli.evaluate import main as evaluate_main
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "models"
+HEADER = ("seed,game,deal,rotation,rounds,truncated,agent_0_total,agent_0_win_share,"
+          "agent_1_total,agent_1_win_share")
+
+
+def _games_csv(path: Path, seed: int, rows: list[tuple[int, int, float]]) -> Path:
+    """A --games-csv file of two agents: rows of (deal, rotation, agent 0's win share)."""
+    lines = [HEADER] + [
+        f"{seed},{g},{deal},{rotation},3,0,{50 if share else 90},{share},"
+        f"{90 if share else 50},{1 - share}"
+        for g, (deal, rotation, share) in enumerate(rows)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_compare_runs__prints_both_win_rates_and_the_paired_difference(tmp_path, capsys):
+    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0), (1, 0, 1), (1, 1, 1)])
+    second = _games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1), (1, 0, 0.5), (1, 1, 1)])
+    assert main(["runs", str(first), str(second)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "agent 0, 2 deal groups in common, seed 7"
+    assert lines[2].startswith(str(first)) and lines[2].split()[1] == "75.0%"
+    assert lines[-1].split()[-3] == "+12.5"  # mean of +50 and -25 points
+
+
+def test_compare_runs__the_same_evaluate_run_twice_differs_by_zero(tmp_path, capsys):
+    games = tmp_path / "games.csv"
+    assert evaluate_main(["--agents", "ev", "greedy", "--games", "8", "--seed", "3",
+                          "--no-progress", "--no-ratings", "--games-csv", str(games)]) == 0
+    capsys.readouterr()
+    assert main(["runs", str(games), str(games), "--agent", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "agent 1, 4 deal groups in common, seed 3"
+    assert out.rstrip().endswith("+0.0 [+0.0, +0.0]")
+
+
+@pytest.mark.parametrize(
+    "second, extra, message",
+    [
+        ("other_seed", [], "the runs used other seeds ([7] and [8])"),
+        ("json", [], "not a --games-csv file of evaluate.py"),
+        ("missing", [], "not a readable --games-csv file"),
+        ("same", ["--agent", "2"], "--agent must be in [0, 1], got 2"),
+        ("disjoint", [], "no whole deal group in common"),
+    ],
+)
+def test_compare_runs__runs_that_cannot_be_paired_are_one_line_exit_2(
+    tmp_path, capsys, second, extra, message
+):
+    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    paths = {
+        "other_seed": _games_csv(tmp_path / "b.csv", 8, [(0, 0, 1), (0, 1, 0)]),
+        "json": tmp_path / "report.json",
+        "missing": tmp_path / "missing.csv",
+        "same": first,
+        "disjoint": _games_csv(tmp_path / "c.csv", 7, [(1, 0, 1), (1, 1, 0)]),
+    }
+    (tmp_path / "report.json").write_text('{"games": 2}\n')
+    assert main(["runs", str(first), str(paths[second]), *extra]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("skyjo-compare: error: ")
+    assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.slow  # shipped-model games
+def test_compare_networks__same_network_same_deals_differs_by_zero(capsys):
+    two, four = MODELS / "ppo_2p.zip", MODELS / "ppo_4p.zip"
+    assert main(["networks", str(two), str(two), "--games", "8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "8 games against ev, seed 4242"
+    # the same network on the same deals: the same games, so a paired difference of 0
+    assert lines[-1].startswith(str(two)) and lines[-1].endswith("+0.0 [+0.0, +0.0]"), lines
+    assert main(["networks", str(four), "--games", "4", "--seed", "1"]) == 0
+    assert capsys.readouterr().out.startswith("4 games against ev ev ev, seed 1")
+
+
+@pytest.mark.parametrize(
+    "networks, extra, message",
+    [
+        (["ppo_2p.zip", "ppo_4p.zip"], [], "ppo_4p.zip was trained for other rules than"),
+        (["ppo_2p.config.yaml"], [], "is corrupt"),
+        (["no_such.zip"], [], "does not exist"),
+        (["ppo_2p.zip"], ["--games", "0"], "--games must be >= 1"),
+    ],
+)
+def test_compare_networks__bad_input_is_one_line_exit_2(capsys, networks, extra, message):
+    assert main(["networks", *(str(MODELS / name) for name in networks), *extra]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("skyjo-compare: error: ")
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_compare__missing_subcommand_is_a_usage_error(capsys):
+    assert main([]) == 2
+    assert "{runs,networks}" in capsys.readouterr().err
