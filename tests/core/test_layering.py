@@ -127,12 +127,14 @@ def imported_alone() -> dict[str, tuple[int, str, list[str]]]:
         return dict(zip(MODULES, pool.map(_import_alone, MODULES), strict=True))
 
 
+@pytest.mark.slow  # one fresh interpreter per module
 @pytest.mark.parametrize("module", list(MODULES))
 def test_every_module__imports_on_its_own_in_a_fresh_interpreter(module, imported_alone):
     returncode, error, _ = imported_alone[module]
     assert returncode == 0, f"import {module} alone failed: {error}"
 
 
+@pytest.mark.slow  # reads the fresh interpreters of the test above
 @pytest.mark.parametrize("package, forbidden", list(NEVER_IMPORTS.items()))
 def test_layering__agents_packages_never_import_the_layers_above(package, forbidden,
                                                                  imported_alone):
