@@ -24,8 +24,8 @@ class RunDirError(TrainConfigError):
 
 
 def check_run_dir(run_dir: str | Path) -> Path:
-    """Create ``run_dir`` (and its parents) if needed and check that a file can be written
-    in it; before any work of a run.
+    """Create ``run_dir`` (and its parents) if needed and check that the run can write its
+    files in it; before any work of a run.
 
     Returns:
         ``run_dir`` as a `Path`.
@@ -34,22 +34,44 @@ def check_run_dir(run_dir: str | Path) -> Path:
         RunDirError: ``run_dir`` (or a parent) is a file, cannot be created, is not
             writable, or holds a file where the run writes a directory (or the reverse).
     """
-    path = Path(run_dir)
+    path = check_writable_dir(run_dir, "run directory", "--run-dir")
     where = f"run directory {show_path(path)}"
-    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        what = "is a file" if blocker == path else f"cannot be created: {show_path(blocker)} is a file"
-        raise RunDirError(f"{where} {what}, not a directory; choose another --run-dir")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise RunDirError(f"{where} cannot be created: {error.strerror or error}") from None
     for name in RUN_SUBDIRECTORIES:
         if (path / name).exists() and not (path / name).is_dir():
             raise RunDirError(f"{where} holds a file {name!r} where the run writes a directory")
     for name in RUN_FILES:
         if (path / name).is_dir():
             raise RunDirError(f"{where} holds a directory {name!r} where the run writes a file")
+    return path
+
+
+def check_writable_dir(directory: str | Path, what: str, option: str) -> Path:
+    """Create ``directory`` (and its parents) if needed and check that a file can be
+    written in it.
+
+    Args:
+        directory: The directory.
+        what: What it is, for messages (``"sweep directory"``).
+        option: The command-line option that names it (``"--sweep-dir"``).
+
+    Returns:
+        ``directory`` as a `Path`.
+
+    Raises:
+        RunDirError: ``directory`` (or a parent) is a file, cannot be created or is not
+            writable (one line naming the path).
+    """
+    path = Path(directory)
+    where = f"{what} {show_path(path)}"
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        problem = ("is a file" if blocker == path
+                   else f"cannot be created: {show_path(blocker)} is a file")
+        raise RunDirError(f"{where} {problem}, not a directory; choose another {option}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RunDirError(f"{where} cannot be created: {error.strerror or error}") from None
     _check_writable(path, where)
     return path
 
@@ -65,4 +87,4 @@ def _check_writable(path: Path, where: str) -> None:
     os.unlink(probe)
 
 
-__all__ = ["RUN_FILES", "RUN_SUBDIRECTORIES", "RunDirError", "check_run_dir"]
+__all__ = ["RUN_FILES", "RUN_SUBDIRECTORIES", "RunDirError", "check_run_dir", "check_writable_dir"]

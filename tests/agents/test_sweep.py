@@ -243,7 +243,7 @@ def test_sweep__failed_trial_is_recorded_and_the_sweep_goes_on(tmp_path, monkeyp
     summary = json.loads((tmp_path / "s" / "summary.json").read_text())
     assert code == 1  # no trial completed
     assert [t["state"] for t in summary["trials"]] == ["failed", "failed"]
-    assert summary["trials"][0]["error"] == "RuntimeError: disk full second line"
+    assert summary["trials"][0]["error"] == "RuntimeError: disk full"  # the first line
     assert summary["best_config"] is None and not (tmp_path / "s" / "best_config.yaml").exists()
     assert "no trial completed" in capsys.readouterr().out
 
