@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from checkpoint_edits import rewrite
 
 from agents.cli import evaluate
 from agents.ppo.checkpoint import (
@@ -74,14 +75,11 @@ def _trained_model(metadata: dict, seed: int = 0) -> SimpleNamespace:
     return SimpleNamespace(policy=policy)
 
 
-def _rewrite(path: Path, replace: dict[str, bytes], drop: tuple[str, ...] = ()) -> None:
-    """Rewrite the zip at ``path`` with members replaced, added or dropped."""
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist() if name not in drop}
-    members.update(replace)
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, content in members.items():
-            archive.writestr(name, content)
+def _rewrite(path: Path, replace: dict[str, bytes], drop: tuple[str, ...] = (),
+             resign: bool = True) -> None:
+    """Rewrite the zip at ``path`` with members replaced, added or dropped, its checksums
+    recomputed (``resign``: the checks behind them are what is tested)."""
+    rewrite(path, replace, drop, resign=resign)
 
 
 def _sb3_data_member(marker: Path) -> bytes:
@@ -101,6 +99,7 @@ def _hostile_checkpoint(tmp_path: Path, legacy: bool) -> tuple[Path, Path]:
         meta = json.loads(read_member(path, META_MEMBER))
         meta["format"] = LEGACY_FORMAT
         meta["config"] = meta.pop("policy")
+        del meta["integrity"]  # written before checksums
         replace[META_MEMBER] = json.dumps(meta).encode()
         replace[LEGACY_OPTIMIZER_MEMBER] = read_member(path, OPTIMIZER_MEMBER)
         drop = (OPTIMIZER_MEMBER,)
@@ -172,7 +171,7 @@ def test_save_checkpoint__writes_only_json_and_tensors(tmp_path):
             [META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER, "training_state.json"]
         )
     metadata = read_metadata(path)
-    assert metadata["format"] == "skyjo-rl-ppo/2"
+    assert metadata["format"] == "skyjo-rl-ppo/3"
     assert metadata["policy"] == {"net_arch": [16], "activation": "tanh", "features": "raw"}
     assert read_member(path, "training_state.json") == b'{"episodes": 3}'
 
@@ -259,7 +258,7 @@ def _nan_weights(path: Path) -> None:
     "damage, message",
     [
         (_truncate, "corrupt"),
-        (lambda p: _rewrite(p, {}, drop=(POLICY_MEMBER,)), "no member 'policy.pth'"),
+        (lambda p: _rewrite(p, {}, drop=(POLICY_MEMBER,), resign=False), "no member 'policy.pth'"),
         (lambda p: _rewrite(p, {POLICY_MEMBER: b"not torch"}), "not a plain tensor file"),
         (_set_meta(policy={"net_arch": [32], "activation": "tanh", "features": "raw"}), "needs"),
         (_set_meta(policy={"net_arch": [10**9], "activation": "tanh", "features": "raw"}),
