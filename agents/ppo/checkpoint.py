@@ -94,7 +94,7 @@ class CheckpointError(ValueError):
 
 
 #: What zipfile and its decompressors raise on a damaged archive or member.
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
                RuntimeError, NotImplementedError, zlib.error, lzma.LZMAError)
 #: A member name that stays a plain file name wherever it is extracted.
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
@@ -620,7 +620,7 @@ def _open_archive(path: str | Path) -> zipfile.ZipFile:
         raise CheckpointError(f"{_where(path)} does not exist")
     try:
         return zipfile.ZipFile(path)
-    except _ZIP_ERRORS as error:
+    except ZIP_ERRORS as error:
         raise CheckpointError(f"{_where(path)} is corrupt: {_first_line(error)}") from error
 
 
@@ -663,7 +663,7 @@ def _read_info(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str | Path
     try:
         with archive.open(info) as handle:
             content = handle.read(info.file_size + 1)
-    except _ZIP_ERRORS as error:
+    except ZIP_ERRORS as error:
         raise CheckpointError(
             f"{_where(path)}: member {info.filename!r} is corrupt: {_first_line(error)}"
         ) from error
@@ -680,7 +680,7 @@ def _member_digest(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str | 
         with archive.open(info) as handle:
             while piece := handle.read(1 << 20):
                 digest.update(piece)
-    except _ZIP_ERRORS as error:
+    except ZIP_ERRORS as error:
         raise CheckpointError(
             f"{_where(path)}: member {info.filename!r} is corrupt: {_first_line(error)}"
         ) from error
