@@ -360,7 +360,8 @@ def validate_metadata(metadata: Any, path: str | Path = "<metadata>") -> dict[st
     """Check a checkpoint's metadata against its schema, before anything is built from it.
 
     Checks the format, the rules, the observation and action sizes (which these rules
-    give, for this observation version), ``timesteps``, the scores, ``config`` and
+    give, for this observation version), ``timesteps``, the scores (win rates, in 0..1),
+    the trainer's ``snapshots`` names, ``config`` and
     ``policy`` (a network of at most `MAX_NETWORK_PARAMETERS`) and, where present (always
     in ``skyjo-rl-ppo/3``), the ``integrity`` record and the metadata's own checksum.
 
@@ -393,8 +394,12 @@ def validate_metadata(metadata: Any, path: str | Path = "<metadata>") -> dict[st
             f"{_where(path)} expects {actions} actions; its rules give {num_actions(rules.num_slots)}"
         )
     check.integer(check.entry(metadata, "timesteps"), "timesteps")
-    for key in ("score", "best_score"):  # win rates
+    for key in ("score", "best_score", "best_pool_score"):  # win rates
         check.optional_number(metadata.get(key), key, 0.0, 1.0)
+    if metadata.get("snapshots") is not None:  # the trainer's pool, by name
+        for index, name in enumerate(check.array(metadata["snapshots"], "snapshots", 10_000)):
+            if not is_plain_name(name):
+                raise check.bad(f"snapshots.{index}", name, "a plain file name")
     for key in ("config", "policy"):
         if metadata.get(key) is not None:
             check.mapping(metadata[key], key)
