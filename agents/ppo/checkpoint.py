@@ -1,18 +1,20 @@
 """PPO checkpoints: weights and JSON metadata only, written atomically, loaded without
-ever executing code from the file.
+ever executing code from the file, and checked completely before anything is built.
 
-A checkpoint (format ``skyjo-rl-ppo/2``) is a zip with these members:
+A checkpoint (format ``skyjo-rl-ppo/3``) is a zip with these members:
 
 =====================  ==================================================================
 member                 content
 =====================  ==================================================================
 ``skyjo_meta.json``    what the network was trained for and how to rebuild it::
 
-                           {"format": "skyjo-rl-ppo/2", "rules": {...},
+                           {"format": "skyjo-rl-ppo/3", "rules": {...},
                             "observation_version": 2, "observation_size": 108,
                             "num_actions": 27, "timesteps": 1234567,
                             "policy": {"net_arch": [256, 256], "activation": "relu",
-                                       "features": "grid"}, "config": {...}, ...}
+                                       "features": "grid"}, "config": {...}, ...,
+                            "integrity": {"algorithm": "sha256", "metadata": HEX,
+                                          "members": {"policy.pth": HEX, ...}}}
 ``policy.pth``         the policy's ``state_dict`` (``torch.save`` of plain tensors)
 ``optimizer.pth``      the Adam optimizer's ``state_dict`` (tensors, numbers, lists)
 any extra member       bytes the trainer stores for resuming (e.g. ``training_state.json``)
@@ -22,13 +24,27 @@ Loading builds the network from the metadata (`build_policy`) and reads the tens
 ``torch.load(..., weights_only=True)``, which refuses anything but tensors and plain
 containers, so a crafted file cannot run code. Stable-Baselines3's own ``load`` is never
 used: it cloudpickle-deserialises the ``data`` member, i.e. runs whatever the file says.
-Old ``skyjo-rl-ppo/1`` checkpoints (written by ``MaskablePPO.save``) still load: their
-``policy.pth`` is a plain state_dict, their optimizer is ``policy.optimizer.pth``, their
-architecture is in ``metadata["config"]``, and their pickled ``data`` member is ignored.
+
+Every loader (evaluate, skyjo-play, search bases, ``init_from``, resume, snapshots, Ray
+workers, the web app) goes first through `read_metadata`, one validation pass: the zip's
+directory (member count, plain names, sizes within `MAX_MEMBER_BYTES`), the metadata
+(at most `MAX_METADATA_BYTES`, `MAX_JSON_DEPTH` deep, its schema: `validate_metadata`),
+the network's size computed from it (at most `MAX_NETWORK_PARAMETERS`, before anything is
+allocated), and the checksums: ``integrity`` records the sha256 of every other member
+and of the metadata itself, so a member damaged or swapped, or metadata edited after
+saving (an activation changed under trained tensors), is refused. The checksums guard
+against accidents and careless edits, not against someone who recomputes them: they are
+no signature.
+
+Older formats still load, unchecked: ``skyjo-rl-ppo/2`` (the shipped networks) is ``/3``
+without ``integrity``; ``skyjo-rl-ppo/1`` checkpoints (written by ``MaskablePPO.save``)
+have a plain state_dict in ``policy.pth``, their optimizer in ``policy.optimizer.pth``,
+their architecture in ``metadata["config"]``, and a pickled ``data`` member that is
+ignored.
 
 Every problem (missing, truncated or corrupt file, bad metadata, tensors that do not fit
-the architecture, a torch file that is not plain tensors) is a `CheckpointError` naming
-the path and the problem.
+the architecture, a torch file that is not plain tensors, a full disk when saving) is one
+`CheckpointError` line naming the path, and the member and field where there is one.
 """
 
 from __future__ import annotations
@@ -474,8 +490,9 @@ def build_policy(
             `InferenceOnlyOptimizer` there (a policy that only acts loads a second faster).
 
     Raises:
-        CheckpointError: Unreadable rules or architecture, or an observation size or action
-            count that these rules do not give.
+        CheckpointError: Unreadable rules or architecture, a network above
+            `MAX_NETWORK_PARAMETERS` (refused before it is built), or an observation size
+            or action count that these rules do not give.
     """
     import torch
     from gymnasium import spaces

@@ -81,7 +81,7 @@ def _wrong_values(value) -> list:
     if isinstance(value, bool):
         return ["abc", 7, [], {}]
     if isinstance(value, (int, float)):
-        return ["abc", True, [], {"x": [1]}, 10**30, -(10**30), math.inf]
+        return ["abc", True, [], {"x": [1]}, 10**40, -(10**40), math.inf]  # 10**40 > 2**128
     if isinstance(value, str):
         return [7, [], {}, True, "x" * 10_000]
     return ["abc", 7]
