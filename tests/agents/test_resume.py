@@ -291,8 +291,9 @@ def test_train_cli__numpy_position_far_past_the_key_exits_2_with_one_line(tiny_r
     edit_state(run / "checkpoints" / "last.zip",
                lambda state: {**state, "numpy_global": {**state["numpy_global"], "pos": 10**8}})
     before = file_hashes(run)
-    result = subprocess.run(_train_command(run, "--resume"), capture_output=True, text=True,
-                            cwd=ROOT, timeout=300)
+    # more steps than the run took, so that a resumed run would draw from the generator
+    result = subprocess.run(_train_command(run, "--resume", "--total-timesteps", "256"),
+                            capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"error: checkpoint '{run / 'checkpoints' / 'last.zip'}': training_state.json field "
