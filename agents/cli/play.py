@@ -168,7 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser."""
     parser = argparse.ArgumentParser(prog="skyjo-play", description=__doc__.split("\n")[0])
     parser.add_argument("--opponents", nargs="+", default=["ev"],
-                        help="agent specs for the other seats (default: ev)")
+                        help="agent specs for the other seats (default: ev); ppo:best is "
+                        "the strongest shipped network for the table size, search:ppo:best "
+                        "the search over it")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--rules", default="official", help="rules preset or YAML path")
     parser.add_argument("--seed", type=int, default=None,

@@ -63,7 +63,7 @@ def tournament_identity(
     network retrained at the same path is another agent)."""
     checkpoints = {}
     for spec in specs:
-        path = checkpoint_path(spec)
+        path = checkpoint_path(spec, rules.num_players)
         if path is not None:
             checkpoints[path] = file_digest(path)
     identity = {

@@ -34,7 +34,8 @@ MODELS = ROOT / "models"
 #: Every shipped network, by name: the ``models/*.zip`` files.
 SHIPPED = sorted(path.stem for path in MODELS.glob("*.zip"))
 #: The keys a model card's front matter holds.
-CARD_KEYS = {"players", "features", "trained_with", "parent", "steps", "commit", "reports"}
+CARD_KEYS = {"players", "strongest", "features", "trained_with", "parent", "steps", "commit",
+             "reports"}
 
 
 def _card(name: str) -> tuple[dict, str]:
@@ -123,3 +124,17 @@ def test_load_ppo_agent__acting_needs_no_optimizer_and_skips_torch_dynamo():
     imported, message = result.stdout.splitlines()
     assert imported == "False"
     assert "loaded for inference and has no optimizer ('step')" in message
+
+
+def test_model_cards__one_strongest_per_table_size_and_it_wins_most_against_ev():
+    # `ppo:best` (agents.registry.best_network) loads the card marked strongest
+    by_size: dict[int, list[tuple[float, str, bool]]] = {}
+    for name in SHIPPED:
+        front, _ = _card(name)
+        assert isinstance(front["strongest"], bool), name
+        report = next(r for r in front["reports"] if r.endswith("vs_ev.json"))
+        win_rate = json.loads((ROOT / report).read_text())["agents"][0]["win_rate"]
+        by_size.setdefault(front["players"], []).append((win_rate, name, front["strongest"]))
+    for players, cards in by_size.items():
+        assert sum(strongest for _, _, strongest in cards) == 1, (players, cards)
+        assert max(cards)[2], f"the strongest {players}-player card is not the best against ev"
