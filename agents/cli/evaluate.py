@@ -34,8 +34,6 @@ from agents.cli import EXIT_INTERRUPTED
 from agents.evaluation.distributed import (
     DEFAULT_CHUNK_DEALS,
     MIN_CHUNKS,
-    DistributedRunError,
-    DistributedSetupError,
     evaluate_agents_distributed,
 )
 from agents.evaluation.games import (
@@ -53,8 +51,10 @@ from agents.evaluation.replays import REPLAY_SELECTIONS, ReplayRecorder
 from agents.evaluation.report import format_table, write_reports
 from agents.evaluation.resume import ResumeError
 from agents.evaluation.tournament import play_tournament
+from agents.parallel import DistributedRunError, DistributedSetupError
 from agents.registry import VALID_FORMS, AgentSpecError, make_agent
 from skyjo_env.core.rules import load_rules
+from skyjo_env.errors import one_line
 
 PROG = "evaluate"
 EXIT_USAGE = 2
@@ -341,7 +341,7 @@ def _run(args: argparse.Namespace) -> int:
     except (AgentActionError, DistributedRunError) as error:
         return _fail(str(error), EXIT_RUNTIME)
     except (ValueError, MemoryError) as error:  # anything _prepare could not foresee
-        return _fail(f"{type(error).__name__}: {error}", EXIT_RUNTIME)
+        return _fail(one_line(error), EXIT_RUNTIME)
     print(format_table(result))
     try:
         written = write_reports(
