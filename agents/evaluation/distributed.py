@@ -231,6 +231,8 @@ def play_sharded(
     earlier_s = 0.0
     if store is not None:
         earlier_s = store.elapsed_s
+        for note in store.notes:  # e.g. a directory from before checksums
+            print(note, file=sys.stderr, flush=True)
         for index, deals in enumerate(chunks):
             kept = store.load(index, deals, players, seating)
             if kept is not None:
