@@ -157,7 +157,8 @@ class ChunkStore:
             if self.format == 1:
                 self.notes.append(
                     f"note: {self.directory} was written before checksums (format 1): its "
-                    "chunk files are read unchecked; new ones get a checksum")
+                    "chunk files are read without one (their shapes, types and value ranges "
+                    "are checked); new chunks get one")
         else:
             self._refuse_foreign_files()
             self.directory.mkdir(exist_ok=True)
@@ -261,7 +262,9 @@ class ChunkStore:
         path = self.chunk_file(chunk)
         if not self._kept(chunk):
             return None
-        again = f"delete it and {self.checksum_file(chunk).name} to play chunk {chunk} again"
+        again = (f"delete it and {self.checksum_file(chunk).name} to play chunk {chunk} again"
+                 if self.checksum_file(chunk).exists() else
+                 f"delete it to play chunk {chunk} again")
         expected = GameRecords.empty(len(deals) * games_per_deal(num_players, seating),
                                      num_players, deals.start, seating)
         self._check_file(chunk, expected, again)
