@@ -20,7 +20,9 @@ traceback is printed for any of these.
 with an unreachable address, the run ends with a one-line message and exit status 2.
 ``--resume DIR`` keeps each finished chunk in DIR (`agents.evaluation.resume`): the same
 command run again after a stop (Ctrl-C, a kill, a lost machine) plays only the missing
-chunks; a DIR of another tournament is a one-line error, exit status 2.
+chunks; a DIR of another tournament, of other files, or with a damaged or edited file (each
+file carries a SHA-256) is a one-line error naming the file, exit status 2, and nothing in
+DIR is changed.
 """
 
 from __future__ import annotations
