@@ -42,7 +42,11 @@ spec                            agent
                                 defaults over any other
 ==============================  ===============================================================
 
-``search`` is reserved: ``search:NAME`` never imports a module called ``search``.
+``search`` is reserved: ``search:NAME`` never imports a module called ``search``. A search
+over a search (``search:search:ev``) is refused: each level multiplies the cost of a
+decision by its rollouts (about a hundred times), and no setting measured needs it. Every
+numeric search option has an upper bound (`agents.search.OPTION_LIMITS`), and a spec
+longer than `MAX_SPEC_LENGTH` characters is refused before it is parsed.
 
 Imports that may not exist yet (the heuristics, the PPO module) happen only when the spec
 asks for them, so a missing optional module never breaks the other specs.
@@ -57,6 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.errors import one_line, shorten
 from skyjo_env.protocol import Agent, RandomAgent
 
 #: Named baselines: spec -> (module, class name), imported on demand.
@@ -77,6 +82,9 @@ VALID_FORMS = (
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 #: The ``ppo:`` name of the strongest shipped network for the table size.
 BEST_NETWORK = "best"
+#: Longest spec `make_agent` reads (a checkpoint path fits many times over; a longer text is
+#: refused in one short line instead of being parsed).
+MAX_SPEC_LENGTH = 1024
 
 #: Options of ``search(OPTIONS):BASE`` -> the type their values are read as
 #: (``"int_or_all"``: an int, or ``all`` for None: no limit).
@@ -153,7 +161,7 @@ def _construct(cls: type, rules: SkyjoRules, seed: int, spec: str) -> Agent:
     except Exception as error:  # the class's own error, reported with the spec
         raise AgentSpecError(
             f"agent spec {spec!r}: constructing {getattr(cls, '__name__', cls)} failed: "
-            f"{type(error).__name__}: {error}"
+            f"{one_line(error)}"
         ) from error
     return _check_agent(agent, spec)
 
@@ -249,8 +257,7 @@ def _load_ppo(path_text: str, rules: SkyjoRules, seed: int, spec: str) -> Agent:
         agent = loader(path, rules, seed)
     except Exception as error:  # corrupt or mismatched checkpoint
         raise AgentSpecError(
-            f"agent spec {spec!r}: cannot load checkpoint {path_text!r}: "
-            f"{type(error).__name__}: {error}"
+            f"agent spec {spec!r}: cannot load checkpoint {path_text!r}: {one_line(error)}"
         ) from error
     return _check_agent(agent, spec)
 
@@ -356,6 +363,12 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
             "(e.g. 'search:ev' or 'search(samples=16):ev')"
         )
     base_spec = rest[1:].strip()
+    if base_spec == "search" or base_spec.startswith(("search:", "search(")):
+        raise AgentSpecError(
+            f"agent spec {spec!r}: a search over a search is refused (each level multiplies "
+            "a decision's rollouts, about a hundred times); search over the base agent, "
+            "with more samples or depth if wanted"
+        )
     settings = _search_settings(options_text, spec, over_network=base_spec.startswith("ppo:"))
     search = importlib.import_module("agents.search")
     # the base agent gets its own seed, spawned from the search agent's
@@ -448,14 +461,19 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
         (N,)`` and a ``name`` string.
 
     Raises:
-        AgentSpecError: (a `ValueError`) unknown spec form, module or class not found, a
+        AgentSpecError: (a `ValueError`) a spec longer than `MAX_SPEC_LENGTH`, a search
+            over a search, unknown spec form, module or class not found, a
             class without ``act``/``name``, a missing or unloadable checkpoint, or
             ``agents.ppo`` not available for a ``ppo:`` spec, a ``search`` spec without a
             base, with an unknown option or a bad option value (or a bad base spec).
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise AgentSpecError(f"empty agent spec {spec!r}; valid forms: {VALID_FORMS}")
+        raise AgentSpecError(
+            f"empty agent spec {shorten(repr(spec), 60)}; valid forms: {VALID_FORMS}")
     spec = spec.strip()
+    if len(spec) > MAX_SPEC_LENGTH:
+        raise AgentSpecError(f"agent spec {shorten(repr(spec), 60)} is {len(spec):,} "
+                             f"characters long; at most {MAX_SPEC_LENGTH:,}")
     if spec in BUILTIN_AGENTS:
         target = BUILTIN_AGENTS[spec]
         if target is None:
@@ -473,5 +491,5 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     raise AgentSpecError(f"unknown agent spec {spec!r}; valid forms: {VALID_FORMS}")
 
 
-__all__ = ["BEST_NETWORK", "BUILTIN_AGENTS", "MODELS_DIR", "VALID_FORMS", "AgentSpecError",
-           "best_network", "checkpoint_path", "make_agent", "model_card"]
+__all__ = ["BEST_NETWORK", "BUILTIN_AGENTS", "MAX_SPEC_LENGTH", "MODELS_DIR", "VALID_FORMS",
+           "AgentSpecError", "best_network", "checkpoint_path", "make_agent", "model_card"]
