@@ -120,8 +120,8 @@ def _where(path: str | Path) -> str:
     return f"checkpoint {str(path)!r}"
 
 
-def _first_line(error: BaseException) -> str:
-    return one_line(error, limit=300)
+#: Characters of an underlying error that a checkpoint error repeats.
+_CAUSE_LIMIT = 300
 
 
 def is_plain_name(name: Any) -> bool:
@@ -235,7 +235,7 @@ def parse_json_member(content: bytes, path: str | Path, member: str) -> Any:
     except RecursionError:  # the decoder's own guard, at about 1000 levels
         raise CheckpointError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, int digit limit
-        raise CheckpointError(f"{where} is not valid JSON: {_first_line(error)}") from None
+        raise CheckpointError(f"{where} is not valid JSON: {one_line(error, _CAUSE_LIMIT)}") from None
     if _json_depth(value) > MAX_JSON_DEPTH:
         raise CheckpointError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
     return value
@@ -625,7 +625,7 @@ def _write_archive(path: Path, members: Mapping[str, bytes]) -> None:
                 for name, content in members.items():
                     archive.writestr(name, content)
     except OSError as error:
-        reason = error.strerror or _first_line(error)
+        reason = error.strerror or one_line(error, _CAUSE_LIMIT)
         raise CheckpointError(f"cannot write {_where(path)}: {reason}") from error
 
 
@@ -643,7 +643,7 @@ def _open_archive(path: str | Path) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
     except ZIP_ERRORS as error:
-        raise CheckpointError(f"{_where(path)} is corrupt: {_first_line(error)}") from error
+        raise CheckpointError(f"{_where(path)} is corrupt: {one_line(error, _CAUSE_LIMIT)}") from error
 
 
 def _archive_members(archive: zipfile.ZipFile, path: str | Path) -> dict[str, zipfile.ZipInfo]:
@@ -687,7 +687,7 @@ def _read_info(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str | Path
             content = handle.read(info.file_size + 1)
     except ZIP_ERRORS as error:
         raise CheckpointError(
-            f"{_where(path)}: member {info.filename!r} is corrupt: {_first_line(error)}"
+            f"{_where(path)}: member {info.filename!r} is corrupt: {one_line(error, _CAUSE_LIMIT)}"
         ) from error
     if len(content) != info.file_size:
         raise CheckpointError(f"{_where(path)}: member {info.filename!r} is corrupt: its size "
@@ -704,7 +704,7 @@ def _member_digest(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str | 
                 digest.update(piece)
     except ZIP_ERRORS as error:
         raise CheckpointError(
-            f"{_where(path)}: member {info.filename!r} is corrupt: {_first_line(error)}"
+            f"{_where(path)}: member {info.filename!r} is corrupt: {one_line(error, _CAUSE_LIMIT)}"
         ) from error
     return digest.hexdigest()
 
@@ -938,7 +938,7 @@ def _load_tensors(path: str | Path, name: str, metadata: Mapping[str, Any]):
         return torch.load(io.BytesIO(content), weights_only=True, map_location="cpu")
     except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError, ...
         raise CheckpointError(
-            f"{_where(path)}: member {name!r} is not a plain tensor file ({_first_line(error)})"
+            f"{_where(path)}: member {name!r} is not a plain tensor file ({one_line(error, _CAUSE_LIMIT)})"
         ) from error
 
 
@@ -1105,5 +1105,5 @@ def restore_model(path: str | Path, model, metadata: dict[str, Any] | None = Non
         model.policy.load_state_dict(previous)  # leave the model as it was
         raise CheckpointError(
             f"{_where(path)}: {optimizer_member!r} does not fit the model's optimizer "
-            f"({_first_line(error)})"
+            f"({one_line(error, _CAUSE_LIMIT)})"
         ) from error
