@@ -12,9 +12,13 @@ spec                            agent
                                 ``cls(rules=rules, seed=seed)`` when its signature takes
                                 those, else ``cls()``
 ``ppo:PATH``                    a trained PPO checkpoint, via ``agents.ppo.load_ppo_agent``
+``ppo:best``                    the strongest shipped network for the table size (the
+                                rules' ``num_players``): the network of ``models/`` whose
+                                card says ``strongest: true`` for that many players
+                                (`best_network`); ``ppo:./best`` is a file called best
 ``search:BASE``                 `agents.search.SearchAgent`: decision-time rollouts of the
                                 agent ``BASE`` (any spec, e.g. ``search:ev``,
-                                ``search:ppo:models/ppo_2p.zip``), default settings
+                                ``search:ppo:best``), default settings
                                 (`agents.search.SearchOptions`); over a ``ppo:PATH`` base
                                 the measured best, `agents.search.PPO_SEARCH` (its critic
                                 leaf, top 4 actions, switches retested)
@@ -38,7 +42,11 @@ spec                            agent
                                 defaults over any other
 ==============================  ===============================================================
 
-``search`` is reserved: ``search:NAME`` never imports a module called ``search``.
+``search`` is reserved: ``search:NAME`` never imports a module called ``search``. A search
+over a search (``search:search:ev``) is refused: each level multiplies the cost of a
+decision by its rollouts (about a hundred times), and no setting measured needs it. Every
+numeric search option has an upper bound (`agents.search.OPTION_LIMITS`), and a spec
+longer than `MAX_SPEC_LENGTH` characters is refused before it is parsed.
 
 Imports that may not exist yet (the heuristics, the PPO module) happen only when the spec
 asks for them, so a missing optional module never breaks the other specs.
@@ -53,6 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.errors import one_line, shorten
 from skyjo_env.protocol import Agent, RandomAgent
 
 #: Named baselines: spec -> (module, class name), imported on demand.
@@ -63,9 +72,19 @@ BUILTIN_AGENTS: dict[str, tuple[str, str] | None] = {
 }
 
 VALID_FORMS = (
-    "'random', 'greedy', 'ev', 'package.module:ClassName', 'ppo:PATH' (a PPO checkpoint) "
-    "or 'search:BASE' / 'search(samples=N,depth=N,budget_ms=X):BASE' (search over BASE)"
+    "'random', 'greedy', 'ev', 'package.module:ClassName', 'ppo:PATH' (a PPO checkpoint), "
+    "'ppo:best' (the strongest shipped network for the table size) or 'search:BASE' / "
+    "'search(samples=N,depth=N,budget_ms=X):BASE' (search over BASE)"
 )
+
+#: The shipped networks: ``NAME.zip`` with its model card ``NAME.md`` (YAML front matter:
+#: ``players``, ``strongest``, ...).
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+#: The ``ppo:`` name of the strongest shipped network for the table size.
+BEST_NETWORK = "best"
+#: Longest spec `make_agent` reads (a checkpoint path fits many times over; a longer text is
+#: refused in one short line instead of being parsed).
+MAX_SPEC_LENGTH = 1024
 
 #: Options of ``search(OPTIONS):BASE`` -> the type their values are read as
 #: (``"int_or_all"``: an int, or ``all`` for None: no limit).
@@ -142,7 +161,7 @@ def _construct(cls: type, rules: SkyjoRules, seed: int, spec: str) -> Agent:
     except Exception as error:  # the class's own error, reported with the spec
         raise AgentSpecError(
             f"agent spec {spec!r}: constructing {getattr(cls, '__name__', cls)} failed: "
-            f"{type(error).__name__}: {error}"
+            f"{one_line(error)}"
         ) from error
     return _check_agent(agent, spec)
 
@@ -162,9 +181,60 @@ def _import_class(module_name: str, class_name: str, spec: str) -> type:
         ) from None
 
 
+def model_card(path: Path) -> dict:
+    """The YAML front matter of a model card (``models/NAME.md``), ``{}`` when it has none
+    or it does not read as a mapping."""
+    import yaml
+
+    text = path.read_text()
+    if not text.startswith("---\n"):
+        return {}
+    front, _, _ = text[4:].partition("\n---\n")
+    try:
+        data = yaml.safe_load(front)
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def best_network(num_players: int, models_dir: Path = MODELS_DIR) -> Path:
+    """The strongest shipped network for ``num_players`` seats: the ``NAME.zip`` of
+    ``models_dir`` whose card ``NAME.md`` says ``players: num_players`` and
+    ``strongest: true``.
+
+    Raises:
+        AgentSpecError: no shipped network (or more than one) is the strongest for that
+            table size; the message names the sizes that have one and the recipe.
+    """
+    marked, sizes = [], set()
+    for card in sorted(models_dir.glob("*.md")):
+        front = model_card(card)
+        network = card.with_suffix(".zip")
+        if not network.is_file() or not front.get("strongest"):
+            continue
+        sizes.add(front.get("players"))
+        if front.get("players") == num_players:
+            marked.append(network)
+    if len(marked) == 1:
+        return marked[0]
+    if marked:
+        raise AgentSpecError(
+            f"'ppo:{BEST_NETWORK}': {len(marked)} shipped networks say they are the strongest "
+            f"for {num_players} players ({', '.join(p.name for p in marked)}); fix their cards"
+        )
+    have = ", ".join(str(n) for n in sorted(n for n in sizes if isinstance(n, int))) or "none"
+    raise AgentSpecError(
+        f"'ppo:{BEST_NETWORK}': no shipped network plays {num_players} players (models/ has "
+        f"them for {have}); train one with python train.py --config "
+        f"configs/recipes/{num_players}p.yaml and name it ppo:PATH"
+    )
+
+
 def _load_ppo(path_text: str, rules: SkyjoRules, seed: int, spec: str) -> Agent:
     if not path_text:
         raise AgentSpecError(f"agent spec {spec!r}: give a checkpoint path after 'ppo:'")
+    if path_text == BEST_NETWORK:
+        path_text = str(best_network(rules.num_players))
     path = Path(path_text)
     if not path.exists():
         raise AgentSpecError(f"agent spec {spec!r}: checkpoint {path_text!r} does not exist")
@@ -187,8 +257,7 @@ def _load_ppo(path_text: str, rules: SkyjoRules, seed: int, spec: str) -> Agent:
         agent = loader(path, rules, seed)
     except Exception as error:  # corrupt or mismatched checkpoint
         raise AgentSpecError(
-            f"agent spec {spec!r}: cannot load checkpoint {path_text!r}: "
-            f"{type(error).__name__}: {error}"
+            f"agent spec {spec!r}: cannot load checkpoint {path_text!r}: {one_line(error)}"
         ) from error
     return _check_agent(agent, spec)
 
@@ -294,6 +363,12 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
             "(e.g. 'search:ev' or 'search(samples=16):ev')"
         )
     base_spec = rest[1:].strip()
+    if base_spec == "search" or base_spec.startswith(("search:", "search(")):
+        raise AgentSpecError(
+            f"agent spec {spec!r}: a search over a search is refused (each level multiplies "
+            "a decision's rollouts, about a hundred times); search over the base agent, "
+            "with more samples or depth if wanted"
+        )
     settings = _search_settings(options_text, spec, over_network=base_spec.startswith("ppo:"))
     search = importlib.import_module("agents.search")
     # the base agent gets its own seed, spawned from the search agent's
@@ -334,7 +409,8 @@ def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
     try:
         value_fn = prior_fn = rollout_agent = None
         if settings.leaf == "critic":
-            config = read_metadata(base_spec[len("ppo:") :]).get("config") or {}
+            config = read_metadata(checkpoint_path(base_spec, rules.num_players)).get(
+                "config") or {}
             value_fn = CriticValue(getattr(base, "policy", None), rules,
                                    config.get("shaping", 0.0))
         if settings.top_actions is not None:
@@ -348,15 +424,26 @@ def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
     return value_fn, prior_fn, rollout_agent
 
 
-def checkpoint_path(spec: str) -> str | None:
+def checkpoint_path(spec: str, num_players: int | None = None) -> str | None:
     """The checkpoint a spec loads (``ppo:PATH``, ``search:ppo:PATH``,
     ``search(OPTIONS):ppo:PATH``), or None for a spec without one. The spec's form is not
-    checked here (`make_agent` does)."""
+    checked here (`make_agent` does).
+
+    Args:
+        spec: The agent spec.
+        num_players: The table size, to say which file ``ppo:best`` loads
+            (`best_network`); without it, ``ppo:best`` gives ``"best"``.
+    """
     spec = spec.strip()
     while spec.startswith(("search:", "search(")):
         _, rest = _split_search(spec)
         spec = rest[1:].strip()
-    return spec[len("ppo:"):] if spec.startswith("ppo:") else None
+    if not spec.startswith("ppo:"):
+        return None
+    path = spec[len("ppo:"):]
+    if path == BEST_NETWORK and num_players is not None:
+        return str(best_network(num_players))
+    return path
 
 
 def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
@@ -364,7 +451,8 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
 
     Args:
         spec: ``random``, ``greedy``, ``ev``, ``package.module:ClassName``, ``ppo:PATH``,
-            ``search:BASE`` or ``search(OPTIONS):BASE`` (see the module docstring).
+            ``ppo:best``, ``search:BASE`` or ``search(OPTIONS):BASE`` (see the module
+            docstring).
         rules: The rules the agent will play (its observation and action sizes follow them).
         seed: Seed of the agent's own random generator.
 
@@ -373,14 +461,19 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
         (N,)`` and a ``name`` string.
 
     Raises:
-        AgentSpecError: (a `ValueError`) unknown spec form, module or class not found, a
+        AgentSpecError: (a `ValueError`) a spec longer than `MAX_SPEC_LENGTH`, a search
+            over a search, unknown spec form, module or class not found, a
             class without ``act``/``name``, a missing or unloadable checkpoint, or
             ``agents.ppo`` not available for a ``ppo:`` spec, a ``search`` spec without a
             base, with an unknown option or a bad option value (or a bad base spec).
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise AgentSpecError(f"empty agent spec {spec!r}; valid forms: {VALID_FORMS}")
+        raise AgentSpecError(
+            f"empty agent spec {shorten(repr(spec), 60)}; valid forms: {VALID_FORMS}")
     spec = spec.strip()
+    if len(spec) > MAX_SPEC_LENGTH:
+        raise AgentSpecError(f"agent spec {shorten(repr(spec), 60)} is {len(spec):,} "
+                             f"characters long; at most {MAX_SPEC_LENGTH:,}")
     if spec in BUILTIN_AGENTS:
         target = BUILTIN_AGENTS[spec]
         if target is None:
@@ -398,4 +491,5 @@ def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     raise AgentSpecError(f"unknown agent spec {spec!r}; valid forms: {VALID_FORMS}")
 
 
-__all__ = ["BUILTIN_AGENTS", "VALID_FORMS", "AgentSpecError", "checkpoint_path", "make_agent"]
+__all__ = ["BEST_NETWORK", "BUILTIN_AGENTS", "MAX_SPEC_LENGTH", "MODELS_DIR", "VALID_FORMS",
+           "AgentSpecError", "best_network", "checkpoint_path", "make_agent", "model_card"]

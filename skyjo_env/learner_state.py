@@ -166,16 +166,45 @@ def imported_opponent_agent(default: Agent, agent_for_key: Callable[[str], Agent
     return agent
 
 
+def check_generator_state(state: Any, name: str) -> None:
+    """Raise unless ``state`` is a PCG64 ``bit_generator.state``: ``{"bit_generator":
+    "PCG64", "state": {"state": int, "inc": int}, "has_uint32": 0 or 1, "uinteger": int}``,
+    the two 128-bit numbers in ``0 .. 2**128 - 1`` and ``uinteger`` in ``0 .. 2**32 - 1``
+    (numpy's setter takes wider ints and fails with an ``OverflowError``).
+
+    Raises:
+        ValueError: Naming the meta entry ``name`` and the part that is wrong.
+    """
+    def word(value: Any, bits: int) -> bool:
+        return type(value) is int and 0 <= value < 1 << bits
+
+    inner = state.get("state") if isinstance(state, dict) else None
+    if not isinstance(state, dict) or state.get("bit_generator") != "PCG64":
+        problem = "its bit_generator is not 'PCG64'"
+    elif not isinstance(inner, dict) or not (word(inner.get("state"), 128)
+                                             and word(inner.get("inc"), 128)):
+        problem = "'state' must hold 'state' and 'inc', ints in 0 .. 2**128 - 1"
+    elif state.get("has_uint32") not in (0, 1) or type(state.get("has_uint32")) is not int:
+        problem = "'has_uint32' must be 0 or 1"
+    elif not word(state.get("uinteger"), 32):
+        problem = "'uinteger' must be an int in 0 .. 2**32 - 1"
+    else:
+        return
+    raise ValueError(f"state meta {name!r} is not a PCG64 generator state ({problem})")
+
+
 def generator_from_state(state: Any, name: str) -> np.random.Generator:
-    """A PCG64 generator in ``state`` (a ``bit_generator.state`` dict).
+    """A PCG64 generator in ``state`` (a ``bit_generator.state`` dict,
+    `check_generator_state`).
 
     Raises:
         ValueError: ``state`` is not a PCG64 state (naming the meta entry ``name``).
     """
+    check_generator_state(state, name)
     generator = np.random.default_rng()
     try:
         generator.bit_generator.state = state
-    except (TypeError, ValueError, KeyError) as error:
+    except (TypeError, ValueError, KeyError, OverflowError) as error:
         raise ValueError(f"state meta {name!r} is not a PCG64 generator state ({error})") from None
     return generator
 
@@ -335,6 +364,7 @@ __all__ = [
     "STATE_BATCH_FIELDS",
     "STATE_GAMES_FIELDS",
     "STATE_VERSION",
+    "check_generator_state",
     "export_games",
     "exported_opponent_key",
     "games_settings",

@@ -37,13 +37,16 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 def action_id(action: Any) -> int:
     """``action`` as a Python int, if it is one action id.
 
-    Accepts a Python int and a NumPy integer scalar or one-element integer array (SB3
-    hands ``np.int64``). Bools (``True`` is an int to Python), floats (even ``3.0``),
-    strings, None and bigger arrays are refused rather than cast: a cast would hide a bug.
+    Accepts a Python int and a NumPy integer scalar or 0-d integer array (SB3 hands
+    ``np.int64``; ``model.predict`` on one observation returns a 0-d array): what
+    `operator.index` takes, as the AEC env's ``step`` does. Bools (``True`` is an int to
+    Python), floats (even ``3.0``), strings, None and arrays with a dimension (even
+    ``np.array([3])``, a batch of one action, as for the VecEnv) are refused rather than
+    cast: a cast would hide a bug.
 
     Raises:
         TypeError: Not an integer; the message shows what was received.
-        ValueError: An integer array with more than one element.
+        ValueError: An integer array with one or more dimensions.
     """
     if type(action) is int:  # the common case first
         return action
@@ -56,11 +59,12 @@ def action_id(action: Any) -> int:
             raise TypeError(
                 f"action must be an int action id, got an array of dtype {action.dtype}"
             )
-        if action.size != 1:
+        if action.ndim != 0:
             raise ValueError(
-                f"action must be one int action id, got an array of shape {action.shape}"
+                f"action must be one int action id (a 0-d array at most), got an array of "
+                f"shape {action.shape}"
             )
-        return int(action.reshape(-1)[0])
+        return int(action)
     if isinstance(action, int):  # an int subclass such as an IntEnum member
         return int(action)
     raise TypeError(f"action must be an int action id, got {type(action).__name__} {action!r}")

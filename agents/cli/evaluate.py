@@ -20,7 +20,9 @@ traceback is printed for any of these.
 with an unreachable address, the run ends with a one-line message and exit status 2.
 ``--resume DIR`` keeps each finished chunk in DIR (`agents.evaluation.resume`): the same
 command run again after a stop (Ctrl-C, a kill, a lost machine) plays only the missing
-chunks; a DIR of another tournament is a one-line error, exit status 2.
+chunks; a DIR of another tournament, of other files, or with a damaged or edited file (each
+file carries a SHA-256) is a one-line error naming the file, exit status 2, and nothing in
+DIR is changed.
 """
 
 from __future__ import annotations
@@ -34,8 +36,6 @@ from agents.cli import EXIT_INTERRUPTED
 from agents.evaluation.distributed import (
     DEFAULT_CHUNK_DEALS,
     MIN_CHUNKS,
-    DistributedRunError,
-    DistributedSetupError,
     evaluate_agents_distributed,
 )
 from agents.evaluation.games import (
@@ -53,8 +53,10 @@ from agents.evaluation.replays import REPLAY_SELECTIONS, ReplayRecorder
 from agents.evaluation.report import format_table, write_reports
 from agents.evaluation.resume import ResumeError
 from agents.evaluation.tournament import play_tournament
+from agents.parallel import DistributedRunError, DistributedSetupError
 from agents.registry import VALID_FORMS, AgentSpecError, make_agent
 from skyjo_env.core.rules import load_rules
+from skyjo_env.errors import one_line
 
 PROG = "evaluate"
 EXIT_USAGE = 2
@@ -341,7 +343,7 @@ def _run(args: argparse.Namespace) -> int:
     except (AgentActionError, DistributedRunError) as error:
         return _fail(str(error), EXIT_RUNTIME)
     except (ValueError, MemoryError) as error:  # anything _prepare could not foresee
-        return _fail(f"{type(error).__name__}: {error}", EXIT_RUNTIME)
+        return _fail(one_line(error), EXIT_RUNTIME)
     print(format_table(result))
     try:
         written = write_reports(

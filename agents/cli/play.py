@@ -70,14 +70,30 @@ def menu_entries(state, rules: SkyjoRules) -> list[tuple[int, str]]:
     return entries
 
 
+#: Longest answer read at the prompt (a menu number or ``row,col`` takes a few characters).
+MAX_ANSWER_LENGTH = 40
+
+#: Most digits a number at the prompt may have (a menu holds fewer than 1,000 entries).
+_MAX_DIGITS = 4
+
+
+def _is_number(text: str) -> bool:
+    """Plain ASCII digits, few enough for `int`: ``"²"`` and other Unicode digits pass
+    `str.isdigit` but not `int`, and `int` refuses thousands of digits."""
+    return text.isascii() and text.isdigit() and len(text) <= _MAX_DIGITS
+
+
 def parse_choice(text: str, entries: list[tuple[int, str]], rules: SkyjoRules) -> int | None:
-    """The action picked by ``text`` (a menu number or ``row,col``), or None if unclear."""
+    """The action picked by ``text`` (a menu number or ``row,col``), or None if unclear
+    (anything else, a Unicode digit or a huge number included)."""
     text = text.strip().lower()
-    if text.isdigit() and 1 <= int(text) <= len(entries):
+    if len(text) > MAX_ANSWER_LENGTH:
+        return None
+    if _is_number(text) and 1 <= int(text) <= len(entries):
         return entries[int(text) - 1][0]
     parts = text.replace(" ", ",").split(",")
     parts = [p for p in parts if p]
-    if len(parts) == 2 and all(p.isdigit() for p in parts):
+    if len(parts) == 2 and all(_is_number(p) for p in parts):
         row, col = int(parts[0]) - 1, int(parts[1]) - 1
         if 0 <= row < rules.rows and 0 <= col < rules.cols:
             slot = row * rules.cols + col
@@ -99,6 +115,8 @@ def ask_action(state, rules: SkyjoRules, read: Callable[[str], str], write) -> i
             answer = read("> ")
         except EOFError:
             raise QuitGame from None
+        except UnicodeDecodeError:  # bytes the terminal's encoding cannot read
+            answer = ""
         if answer.strip().lower() in ("q", "quit", "exit"):
             raise QuitGame
         choice = parse_choice(answer, entries, rules)
@@ -168,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser."""
     parser = argparse.ArgumentParser(prog="skyjo-play", description=__doc__.split("\n")[0])
     parser.add_argument("--opponents", nargs="+", default=["ev"],
-                        help="agent specs for the other seats (default: ev)")
+                        help="agent specs for the other seats (default: ev); ppo:best is "
+                        "the strongest shipped network for the table size, search:ppo:best "
+                        "the search over it")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--rules", default="official", help="rules preset or YAML path")
     parser.add_argument("--seed", type=int, default=None,

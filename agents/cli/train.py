@@ -16,6 +16,8 @@ from agents.training.trainer import run_training
 from agents.training.warm_start import WarmStartInterrupted
 
 DEFAULT_RUN_DIR = "runs/default"
+#: The recipes of the strongest agents, one per table size (``{players}``).
+RECIPE = "configs/recipes/{players}p.yaml"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,10 +26,30 @@ def build_parser() -> argparse.ArgumentParser:
         prog="train.py",
         description="Train a Skyjo agent with MaskablePPO and self-play. "
         "Watch it with: tensorboard --logdir RUN_DIR/tb",
+        epilog="The strongest agent for a table of N players (2 to 8) trains from scratch "
+        f"with its recipe, a config of stages (about 2 hours on 2 cores): python train.py "
+        f"--config {RECIPE.format(players='N')} --run-dir runs/recipe_Np. A config may "
+        "say 'extends: OTHER.yaml' (relative to itself) and change a few keys, and "
+        "'stages:' (a list of key changes, run one after the other in one run directory); "
+        "see docs/training.md.",
     )
-    parser.add_argument("--config", help="YAML training config (default: built-in defaults)")
+    parser.add_argument(
+        "--config",
+        help="YAML training config (default: built-in defaults), e.g. configs/strong_2p.yaml "
+        f"or a recipe, {RECIPE.format(players=4)}",
+    )
+    parser.add_argument(
+        "--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+        help="change one config key after the file is read (repeatable); VALUE is YAML "
+        "(3e-4, [256, 256], null); dotted keys reach into a mapping (opponent_mix.ev=0.5) "
+        "or a stage, by name or number (stages.finetune.total_timesteps=2000000)",
+    )
     parser.add_argument("--seed", type=int, help="master seed (overrides the config)")
-    parser.add_argument("--total-timesteps", type=int, help="learner decisions to train for")
+    parser.add_argument(
+        "--total-timesteps", type=int,
+        help="learner decisions to train for (with stages: those of each stage that sets none; "
+        "one stage's with --set stages.NAME.total_timesteps=N)",
+    )
     parser.add_argument("--run-dir", help=f"output directory (default: {DEFAULT_RUN_DIR})")
     parser.add_argument(
         "--init-from", metavar="CHECKPOINT",
@@ -68,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_train_config(
             config_path,
+            args.settings,
             seed=args.seed,
             total_timesteps=args.total_timesteps,
             init_from=args.init_from,
@@ -89,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERRUPTED
     _print_summary(summary, config.num_players)
+    if not config.stages and not summary["interrupted"]:
+        print(_recipe_hint(config.num_players))
     return EXIT_INTERRUPTED if summary["interrupted"] else 0
 
 
@@ -97,6 +122,15 @@ def _saved_files_line(run_dir: Path) -> str:
     if last.is_file():
         return f"the last checkpoint is {last} (continue with --resume --run-dir {run_dir})"
     return f"no checkpoint was written to {run_dir}"
+
+
+def _recipe_hint(num_players: int) -> str:
+    """The closing line of a run without stages: how to train the strongest agent."""
+    players = num_players if 2 <= num_players <= 8 else 2
+    recipe = RECIPE.format(players=players)
+    return (f"the strongest {players}-player agent trains from scratch with its recipe "
+            f"(stages, about 2 hours on 2 cores): python train.py --config {recipe} "
+            f"--run-dir runs/recipe_{players}p")
 
 
 def _print_summary(summary: dict, num_players: int) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.evaluation.statistics import mean_confidence_interval, win_rate_interval
+from skyjo_env.errors import first_line, shorten
 
 #: Columns every ``--games-csv`` file has (`agents.evaluation.report.render_games_csv`).
 GAMES_CSV_COLUMNS = frozenset({"seed", "deal", "rotation", "agent_0_win_share"})
@@ -62,8 +63,8 @@ def read_games_csv(path: str | Path) -> dict[str, np.ndarray]:
     except PairingError:
         raise
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise PairingError(f"{path}: not a readable --games-csv file ({first_line})") from error
+        cause = shorten(first_line(str(error))) or type(error).__name__
+        raise PairingError(f"{path}: not a readable --games-csv file ({cause})") from error
     if table.shape[0] == 0 or table.shape[1] != len(header):
         raise PairingError(f"{path}: no games, or rows of other lengths than its header")
     return {name: table[:, i] for i, name in enumerate(header)}

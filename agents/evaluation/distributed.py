@@ -235,6 +235,8 @@ def play_sharded(
             kept = store.load(index, deals, players, seating)
             if kept is not None:
                 parts[index], names = kept
+        for note in store.notes:  # e.g. a directory from before checksums, read fine
+            print(note, file=sys.stderr, flush=True)
     missing = [index for index, part in enumerate(parts) if part is None]
     started = time.perf_counter()
     done = sum(part.num_games for part in parts if part is not None)

@@ -61,6 +61,7 @@ from skyjo_env.core.engine import (
 )
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
+from skyjo_env.errors import one_line
 from skyjo_env.protocol import Agent
 
 #: Largest number of games stepped together; more games reuse finished slots.
@@ -443,7 +444,7 @@ def act_checked(
         chosen = agent.act(observations[rows], masks[rows])
     except Exception as error:  # the agent's own bug, reported with its name
         raise AgentActionError(
-            f"agent {label} failed in act(): {type(error).__name__}: {error}"
+            f"agent {label} failed in act(): {one_line(error)}"
         ) from error
     return _check_actions(chosen, rows, masks, label, state, slot_game)
 

@@ -8,6 +8,7 @@ priors (``top_actions``); `agents.search.luck` measures the luck of the cards a 
 """
 
 from agents.search.agent import (
+    OPTION_LIMITS,
     PPO_SEARCH,
     ActionValues,
     RoundMarginValue,
@@ -21,6 +22,7 @@ from agents.search.observed import ObservationMismatchError, state_from_observat
 from agents.search.values import CriticValue, CriticValueError, PolicyPrior
 
 __all__ = [
+    "OPTION_LIMITS",
     "PPO_SEARCH",
     "ActionValues",
     "CriticValue",

@@ -47,8 +47,18 @@ the paired comparisons (`experiments/search_luck.py` measures how much smaller).
 Not searched: rows with one legal action (that action), and initial reveals (the base
 agent decides them; the rebuilt setup phase is not played on, see `observed`).
 
-All rollouts of all rows of one ``act`` call run in one batch (split when it would exceed
-``max_rollout_games``), so a tournament's decisions are searched together. With a time
+All rollouts of all rows of one ``act`` call run in one batch, so a tournament's decisions
+are searched together. Above ``max_rollout_games`` rollout games the rows are searched in
+chunks, and a single row whose rollouts alone exceed it plays them in several batches of
+at most ``max_rollout_games`` games: its samples are drawn once, before the split, and
+every rollout game carries its own random stream, so the values are those of one batch
+for a base agent that decides each row from that row alone (``ev``, ``greedy``, a greedy
+network up to floating-point rounding); a base agent that draws from one generator for a
+whole batch (``random``) plays other rollouts when the batches change, but the same ones
+for a given ``max_rollout_games``. With ``luck=adjusted`` the luck is fitted over each
+chunk of rows, so a split row keeps its values but another chunking of the rows changes
+them a little (deterministic for a given ``max_rollout_games``). Every numeric setting has
+an upper bound (`OPTION_LIMITS`). With a time
 budget, samples are added in passes until ``rows x budget_ms`` is spent (at least one
 pass); without one (the default), the agent is deterministic for a fixed seed.
 
@@ -80,8 +90,9 @@ from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
 from skyjo_env.core.jit import jit
 from skyjo_env.core.kernels import apply_finisher_penalty
-from skyjo_env.core.rules import SkyjoRules
+from skyjo_env.core.rules import MAX_TURNS_PER_ROUND, SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
+from skyjo_env.errors import shorten
 from skyjo_env.protocol import Agent
 
 #: Stop rollouts before compacting the batch once fewer than this share still run.
@@ -100,8 +111,32 @@ ROLLOUT_PRECISIONS = ("float32", "bfloat16")
 LUCK_KINDS = ("raw", "adjusted")
 
 
+#: Upper bound of each numeric search option (a bigger value is a `SearchOptionError`):
+#: far above every measured setting (``docs/results.md``, "Search": at most 512 samples,
+#: 1024 retest samples), low enough that one decision's work stays bounded. ``depth`` is
+#: the engine's turn cap (`skyjo_env.core.rules.MAX_TURNS_PER_ROUND`): a rollout never
+#: plays past the round's end, so any deeper setting means "to the round's end";
+#: ``max_rollout_games`` bounds the memory of one rollout batch (about 3 kB a game).
+OPTION_LIMITS: dict[str, int | float] = {
+    "samples": 10_000,
+    "depth": MAX_TURNS_PER_ROUND,
+    "verify_samples": 10_000,
+    "top_actions": 1_000,
+    "budget_ms": 600_000.0,
+    "max_rollout_games": 1_000_000,
+}
+
+
 class SearchOptionError(ValueError):
     """A search option with a bad value."""
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut to a few dozen characters (a 4,000-digit number is not shown
+    whole in a one-line error)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else (
+        f"an int of {len(str(abs(value)))} digits")
+    return shorten(text, 60)
 
 
 @dataclass(frozen=True)
@@ -109,15 +144,19 @@ class SearchOptions:
     """Settings of the search.
 
     Attributes:
-        samples: Sampled games per decision (``K`` >= 1), each tried with every legal action.
-        depth: Most decisions a rollout plays after the searched action (>= 1) before it
-            is valued by the estimate (8: about two turns of each of two players).
-        budget_ms: Time budget per searched decision in milliseconds, or None (no budget:
+        samples: Sampled games per decision (``K``, 1 to 10,000), each tried with every
+            legal action.
+        depth: Most decisions a rollout plays after the searched action (1 to 100,000, the
+            engine's turn cap: deeper is the round's end anyway) before it is valued by the
+            estimate (8: about two turns of each of two players).
+        budget_ms: Time budget per searched decision in milliseconds (at most 600,000),
+            or None (no budget:
             all ``samples``, deterministic). With a budget the samples come in passes of
             ``max(1, samples // 4)`` and no pass starts once the budget is spent (the
             ``verify_samples`` retest comes after, outside the budget).
-        max_rollout_games: Most rollout games stepped together (bounds memory; rows are
-            searched in chunks below it).
+        max_rollout_games: Most rollout games stepped together (1 to 1,000,000; bounds
+            memory: rows are searched in chunks below it, and a row whose rollouts alone
+            exceed it plays them in several batches, see the module docstring).
         confidence_z: The action with the best mean value replaces the base agent's own
             choice only when its mean advantage on the same samples exceeds this many
             standard errors (>= 0; 0 always takes the best mean). Rollout values are
@@ -127,16 +166,17 @@ class SearchOptions:
             ``critic`` (`agents.search.values.CriticValue`: the value head of a PPO base
             agent, rollouts cut at seat 0's next decision; built by `agents.registry`,
             or pass it as ``value_fn``).
-        top_actions: Try at most this many actions per decision (>= 2): the base agent's
-            choice and the most probable others under the base policy (``prior_fn``), or
-            None for every legal action. Fewer rollouts, so more samples or depth fit.
-        verify_samples: With ``M`` >= 1, a best action that differs from the base agent's
-            choice is tested again, against that choice only, on ``M`` fresh samples, and
-            replaces it only when that fresh paired advantage exceeds ``confidence_z``
-            standard errors (0: no second test, the first samples decide). The first
-            samples pick the best of several actions, so its advantage on them is biased
-            upwards (the winner's curse); fresh samples give an unbiased test, and spend
-            rollouts on the one comparison that decides.
+        top_actions: Try at most this many actions per decision (2 to 1,000): the base
+            agent's choice and the most probable others under the base policy
+            (``prior_fn``), or None for every legal action. Fewer rollouts, so more
+            samples or depth fit.
+        verify_samples: With ``M`` >= 1 (at most 10,000), a best action that differs from
+            the base agent's choice is tested again, against that choice only, on ``M``
+            fresh samples, and replaces it only when that fresh paired advantage exceeds
+            ``confidence_z`` standard errors (0: no second test, the first samples
+            decide). The first samples pick the best of several actions, so its advantage
+            on them is biased upwards (the winner's curse); fresh samples give an unbiased
+            test, and spend rollouts on the one comparison that decides.
         luck: ``raw`` values rollouts as they ended; ``adjusted`` takes out the fitted
             share of the luck of the cards they turned up, drew and swapped out
             (`agents.search.luck`): the same expected values, less noise between actions.
@@ -163,7 +203,8 @@ class SearchOptions:
         if top is not None and (
             not isinstance(top, (int, np.integer)) or isinstance(top, bool) or top < 2
         ):
-            raise SearchOptionError(f"search option top_actions must be an int >= 2, got {top!r}")
+            raise SearchOptionError(
+                f"search option top_actions must be an int >= 2, got {_shown(top)}")
         if self.leaf not in LEAF_KINDS:
             raise SearchOptionError(
                 f"search option leaf must be one of {', '.join(LEAF_KINDS)}, got {self.leaf!r}"
@@ -171,7 +212,8 @@ class SearchOptions:
         for name in ("samples", "depth", "max_rollout_games"):
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise SearchOptionError(f"search option {name} must be an int >= 1, got {value!r}")
+                raise SearchOptionError(
+                    f"search option {name} must be an int >= 1, got {_shown(value)}")
         if self.luck not in LUCK_KINDS:
             raise SearchOptionError(
                 f"search option luck must be one of {', '.join(LUCK_KINDS)}, got {self.luck!r}"
@@ -184,7 +226,7 @@ class SearchOptions:
         verify = self.verify_samples
         if not isinstance(verify, (int, np.integer)) or isinstance(verify, bool) or verify < 0:
             raise SearchOptionError(
-                f"search option verify_samples must be an int >= 0, got {verify!r}"
+                f"search option verify_samples must be an int >= 0, got {_shown(verify)}"
             )
         z = self.confidence_z
         if (
@@ -194,7 +236,7 @@ class SearchOptions:
             or z < 0
         ):
             raise SearchOptionError(
-                f"search option confidence_z must be a finite number >= 0, got {z!r}"
+                f"search option confidence_z must be a finite number >= 0, got {_shown(z)}"
             )
         budget = self.budget_ms
         if budget is not None and (
@@ -204,8 +246,20 @@ class SearchOptions:
             or budget <= 0
         ):
             raise SearchOptionError(
-                f"search option budget_ms must be a finite number > 0 or None, got {budget!r}"
+                f"search option budget_ms must be a finite number > 0 or None, got {_shown(budget)}"
             )
+        self._check_limits()
+
+    def _check_limits(self) -> None:
+        """Refuse a value above its `OPTION_LIMITS` bound (the types are checked before)."""
+        for name, limit in OPTION_LIMITS.items():
+            value = getattr(self, name)
+            if value is not None and value > limit:
+                raise SearchOptionError(
+                    f"search option {name} must be at most {limit:,g}, got {_shown(value)}"
+                    if isinstance(limit, float) else
+                    f"search option {name} must be at most {limit:,}, got {_shown(value)}"
+                )
 
 
 #: What ``search:ppo:PATH`` searches with, and where ``search(OPTIONS):ppo:PATH`` starts
@@ -388,6 +442,8 @@ class SearchAgent:
         self._encoder = ObservationEncoder(rules)
         self._rng = np.random.default_rng(np.random.SeedSequence(seed))
         self._rollout_reads = bool(getattr(self.rollout_agent, "reads_observations", True))
+        #: Most rollout games played in one batch so far (at most ``max_rollout_games``).
+        self.largest_batch = 0
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Choose one action per row.
@@ -584,24 +640,35 @@ class SearchAgent:
     def _rollout_values(
         self, root: BatchState, part: np.ndarray, masks: np.ndarray, count: int
     ) -> np.ndarray:
-        """Value of each (row, legal action, sample): float64 (R, A, count), 0 if illegal."""
-        row_of, action_of, sample_of, games = [], [], [], []
+        """Value of each (row, legal action, sample): float64 (R, A, count), 0 if illegal.
+
+        The samples of every row are drawn first; the rollouts then run in batches of at
+        most ``max_rollout_games`` games (one batch unless a single row needs more), and
+        ``luck=adjusted`` fits the luck over all of them, as one batch would."""
+        row_of, action_of, sample_of, samples = [], [], [], []
         for i, b in enumerate(part):
-            samples = sample_information_set(root, int(b), 0, count, self._rng)
+            samples.append(sample_information_set(root, int(b), 0, count, self._rng))
             legal = np.flatnonzero(masks[i])
             # action-major, sample-minor: every action sees the same samples and streams
-            games.append(_take(samples, np.tile(np.arange(count), legal.size)))
             row_of.append(np.full(legal.size * count, i))
             action_of.append(np.repeat(legal, count))
             sample_of.append(np.tile(np.arange(count), legal.size))
         first_actions = np.concatenate(action_of)
         row_of = np.concatenate(row_of)
-        rollout_values, luck = self._rollout(_concatenate(games), first_actions)
+        sample_of = np.concatenate(sample_of)
+        sampled = _concatenate(samples)
+        game_of = row_of * count + sample_of  # the sampled game each rollout starts from
+        batch = self.options.max_rollout_games
+        played = [self._rollout(_take(sampled, game_of[first:first + batch]),
+                                first_actions[first:first + batch])
+                  for first in range(0, first_actions.size, batch)]
+        rollout_values = np.concatenate([values for values, _ in played])
+        luck = None if played[0][1] is None else np.concatenate([luck for _, luck in played])
         if luck is not None:
             rollout_values = luck_adjusted(rollout_values, luck,
                                            row_of * masks.shape[1] + first_actions)
         values = np.zeros((part.size, masks.shape[1], count), np.float64)
-        values[row_of, first_actions, np.concatenate(sample_of)] = rollout_values
+        values[row_of, first_actions, sample_of] = rollout_values
         return values
 
     def _rollout(
@@ -614,6 +681,7 @@ class SearchAgent:
             of every game, float64 (B, len(FEATURES)) (`agents.search.luck`), else None.
         """
         batch_size = state.batch_size
+        self.largest_batch = max(self.largest_batch, batch_size)
         leaves: list[tuple[np.ndarray, BatchState, np.ndarray]] = []
         ids = np.arange(batch_size)  # original game of each row of ``state``
         running = np.ones(batch_size, bool)
@@ -764,6 +832,7 @@ def _concatenate(batches: list[BatchState]) -> BatchState:
 
 
 __all__ = [
+    "OPTION_LIMITS",
     "PPO_SEARCH",
     "ActionValues",
     "LUCK_KINDS",

@@ -7,16 +7,18 @@ its start, in one line, rather than as a traceback (or a hang) after the warm st
   its flattened copy), refused above `MAX_TRAINING_BYTES`.
 * The network: at most `agents.ppo.checkpoint.MAX_LAYERS` hidden layers of at most
   `agents.ppo.checkpoint.MAX_LAYER_WIDTH` units (what a checkpoint may describe) and at
-  most `agents.ppo.architecture.MAX_NETWORK_PARAMETERS` parameters.
+  most `agents.ppo.checkpoint.MAX_NETWORK_PARAMETERS` parameters.
 * The evaluation: ``eval_games`` at most `agents.evaluation.games.max_games` for the
   table (the evaluation's records are capped).
-* Time: passes over data at most `MAX_EPOCHS`, step counts at most `MAX_TIMESTEPS`, data
+* Time: passes over data at most `MAX_EPOCHS`, step counts at most what a checkpoint may
+  record (`agents.ppo.checkpoint.MAX_TIMESTEPS`, 2**53), data
   games at most `MAX_DATA_GAMES`, and so on: sanity bounds far above any config we run,
   so that a typo or a sweep range to 1e23 cannot start a run that never ends.
 """
 
 from __future__ import annotations
 
+from agents.ppo.checkpoint import MAX_TIMESTEPS
 from skyjo_env.core import layout
 from skyjo_env.core.actions import num_actions
 from skyjo_env.core.rules import SkyjoRules
@@ -28,9 +30,6 @@ MAX_TRAINING_BYTES = 4 << 30
 #: The most passes over a rollout or a data set (``n_epochs``, ``imitation_epochs``,
 #: ``expert_epochs``; the configs use 1 to 8).
 MAX_EPOCHS = 1000
-#: The most learner decisions of a run and of its intervals: 2**53, so that step counts
-#: stay exact as floats (TensorBoard, JSON readers); about 30,000 years at 10k steps/s.
-MAX_TIMESTEPS = 2**53
 #: The most games recorded for the warm start or per expert-iteration step (the configs
 #: record 64 to 3000; 3000 two-seat games of demonstrations take about 0.5 GB).
 MAX_DATA_GAMES = 100_000

@@ -31,8 +31,11 @@ def make_callback(trainer: Trainer):
                 # the last update recorded for the next dump
                 restore_pending_log(self.logger, trainer.pending_log)
                 trainer.pending_log = None
-            else:
+            if trainer.start_log == "run":
                 log_run_start(self.logger, trainer)
+            elif trainer.start_log == "stage":
+                log_hparams(self.logger, trainer)
+            trainer.start_log = None
             trainer.open_progress(self.num_timesteps)
             trainer.freeze_actor(trainer.rollouts_done < trainer.warmup_rollouts)
 
@@ -48,6 +51,8 @@ def make_callback(trainer: Trainer):
 
         def _on_rollout_end(self) -> None:
             trainer.rollouts_done += 1
+            if trainer.staged:  # written with this rollout's dump
+                self.logger.record("train/stage", trainer.stage + 1)
             trainer.freeze_actor(trainer.rollouts_done <= trainer.warmup_rollouts)
 
         def _on_step(self) -> bool:
@@ -66,21 +71,30 @@ def make_callback(trainer: Trainer):
 
 
 def log_run_start(logger, trainer: Trainer) -> None:
-    """Record a new run's hyperparameters (TensorBoard's hparams) and its imitation
-    figures (``imitation/*``) in an SB3 logger."""
+    """Record a new run's hyperparameters (TensorBoard's hparams; those of its first
+    stage) and its imitation figures (``imitation/*``) in an SB3 logger."""
+    log_hparams(logger, trainer)
+    for key, value in trainer.imitation_stats.items():
+        logger.record(f"imitation/{key}", value)
+
+
+def log_hparams(logger, trainer: Trainer) -> None:
+    """Record the running stage's hyperparameters (TensorBoard's hparams) in an SB3
+    logger; in a run with stages, with the stage's number and name (``stage``,
+    ``stage_name``) and without the stage list."""
     from stable_baselines3.common.logger import HParam
 
-    hparams = {
-        k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
-        for k, v in trainer.config.to_dict().items()
-    }
+    config = trainer.config.to_dict()
+    config.pop("stages")  # a stage's config has none; the run's are in config.yaml
+    if trainer.staged:
+        config.update(stage=trainer.stage + 1, stage_name=trainer.stage_names[trainer.stage])
+    hparams = {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
+               for k, v in config.items()}
     logger.record(
         "hparams",
         HParam(hparams, {"eval/score": 0.0, "rollout/ep_rew_mean": 0.0}),
         exclude=("stdout", "log", "json", "csv"),
     )
-    for key, value in trainer.imitation_stats.items():
-        logger.record(f"imitation/{key}", value)
 
 
 def pending_log_values(logger) -> dict[str, list]:

@@ -12,10 +12,13 @@ caller as ONE line naming the key, the value and what is allowed, in a `TrainCon
 from __future__ import annotations
 
 import difflib
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import annotated_types
+import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -27,13 +30,13 @@ from pydantic import (
 )
 
 from agents.evaluation.games import MAX_RECORDS_BYTES, max_games
-from agents.ppo.architecture import (
+from agents.ppo.architecture import FEATURES, Activation, Features
+from agents.ppo.checkpoint import (
+    MAX_LAYER_WIDTH,
+    MAX_LAYERS,
     MAX_NETWORK_PARAMETERS,
-    Activation,
-    Features,
     network_parameter_count,
 )
-from agents.ppo.checkpoint import MAX_LAYER_WIDTH, MAX_LAYERS
 from agents.registry import AgentSpecError, search_options_text
 from agents.training.budgets import (
     MAX_DATA_GAMES,
@@ -48,6 +51,7 @@ from agents.training.budgets import (
     rollout_bytes,
 )
 from skyjo_env.core.rules import SkyjoRules, available_presets, load_rules, read_yaml_mapping
+from skyjo_env.core.safe_yaml import parse_yaml, show_path
 from skyjo_env.errors import shorten
 
 OpponentKind = Literal["random", "greedy", "ev", "self"]
@@ -67,6 +71,20 @@ VALUE_CHARS = 80
 MESSAGE_CHARS = 2000
 
 _SPEC_FORMS = "random, greedy, ev, package.module:Class or ppo:PATH"
+
+#: Keys no stage may set: one run plays one env (its games, seeds and reward) throughout.
+RUN_KEYS: tuple[str, ...] = ("rules", "num_players", "seed", "n_envs", "gamma", "shaping",
+                             "stages")
+#: Keys only the first stage may set: how a new run's network starts (a later stage
+#: continues the network of the stage before).
+START_KEYS: tuple[str, ...] = ("init_from", "imitation_teacher", "imitation_games",
+                               "imitation_epochs", "value_warmup_rollouts")
+#: The key of a stage that names it (in messages, eval.jsonl, checkpoints, ``--set``).
+STAGE_NAME = "name"
+#: The key of a config file that names the file it builds on (`read_composed_config`).
+EXTENDS = "extends"
+#: Most files one ``extends`` chain may hold (a bound against runaway chains).
+MAX_EXTENDS_DEPTH = 16
 
 
 class TrainConfigError(ValueError):
@@ -133,7 +151,7 @@ class TrainConfig(BaseModel):
     )
     """Hidden layer sizes of the policy and value networks (separate networks): what a
     checkpoint may describe (`agents.ppo.checkpoint.MAX_LAYERS` layers of at most
-    ``MAX_LAYER_WIDTH`` units, at most `agents.ppo.architecture.MAX_NETWORK_PARAMETERS`
+    ``MAX_LAYER_WIDTH`` units, at most `agents.ppo.checkpoint.MAX_NETWORK_PARAMETERS`
     parameters for the rules)."""
     activation: Activation = "relu"
     """Hidden activation: relu or tanh (relu is much cheaper on a CPU)."""
@@ -238,9 +256,22 @@ class TrainConfig(BaseModel):
     """Learner decisions between checkpoints."""
     progress: bool = True
     """Show a progress bar."""
+    stages: list[dict[str, Any]] = Field(default_factory=list)
+    """An ordered list of stages run one after the other in one run directory (empty: one
+    stage, this config). Each stage is a mapping of keys of this config that override the
+    others for that stage (plus an optional ``name``); its ``total_timesteps`` are the
+    stage's own steps, not a running total. A stage may grow the network (``features``,
+    ``net_arch``: the previous stage's network is grown into the new one, computing the
+    same actions and values at first), change the learning-rate schedule, the opponent
+    mix, the expert iteration and the evaluations; it starts a fresh optimizer. The keys
+    of `RUN_KEYS` belong to the whole run, and those of `START_KEYS` only to the first
+    stage. Every stage is checked before any work (`TrainConfig.stage_configs`); see
+    docs/training.md."""
 
     #: The rules `resolve_rules` returns, loaded by the validation (once per validation).
     _rules: SkyjoRules | None = PrivateAttr(None)
+    #: The configs of the stages (`stage_configs`), built by the validation.
+    _stage_list: list[TrainConfig] | None = PrivateAttr(None)
 
     def __init__(self, **data: Any) -> None:
         _refuse_unknown_keys(data)
@@ -302,6 +333,7 @@ class TrainConfig(BaseModel):
             )
         self._rules = self._load_rules()
         self._check_budgets(self._rules)
+        self._stage_list = _build_stages(self) if self.stages else None
         return self
 
     def _check_budgets(self, rules: SkyjoRules) -> None:
@@ -337,6 +369,23 @@ class TrainConfig(BaseModel):
                 f"{gib(MAX_TRAINING_BYTES)} (agents.training.budgets.MAX_TRAINING_BYTES)"
             )
 
+    def stage_configs(self) -> list[TrainConfig]:
+        """The config of each stage, in order: this config updated with the stage's keys
+        (without ``stages``); ``[self]`` for a config without stages.
+
+        The stages were checked when this config was validated (`_build_stages`).
+        """
+        if not self.stages:
+            return [self]
+        if self._stage_list is None:
+            self._stage_list = _build_stages(self)
+        return list(self._stage_list)
+
+    def stage_names(self) -> list[str]:
+        """Each stage's name: its ``name`` key, or ``stage N`` (1 = the first)."""
+        return [stage_label(index, stage, quoted=False)
+                for index, stage in enumerate(self.stages or [{}])]
+
     def resolve_rules(self) -> SkyjoRules:
         """The `SkyjoRules` this config trains for (preset + num_players), as the
         validation loaded them (a config built without validation loads them now).
@@ -361,7 +410,7 @@ class TrainConfig(BaseModel):
         except ValueError as error:
             raise TrainConfigError(
                 f"config key 'num_players': got {self.num_players} for rules "
-                f"{shorten(repr(self.rules), VALUE_CHARS)}: {error}"
+                f"{_quote(self.rules)}: {error}"
             ) from error
 
     def policy_architecture(self) -> dict[str, Any]:
@@ -390,18 +439,279 @@ class TrainConfig(BaseModel):
         return cls(**data)
 
 
-def load_train_config(path: str | Path | None = None, **overrides: Any) -> TrainConfig:
-    """Defaults, updated from a YAML file (if given), then from ``overrides`` (not None).
+def load_train_config(path: str | Path | None = None, settings: Sequence[str] = (),
+                      **overrides: Any) -> TrainConfig:
+    """Defaults, updated from a YAML file (if given, with its ``extends`` chain:
+    `read_composed_config`), then by ``settings`` (``KEY=VALUE`` texts: `apply_setting`),
+    then from ``overrides`` (not None).
 
     Raises:
-        TrainConfigError: the file is missing, unreadable, not valid YAML or not a mapping,
-            or the merged data is not a valid `TrainConfig`.
+        TrainConfigError: the file (or one it extends) is missing, unreadable, not valid
+            YAML or not a mapping, an ``extends`` chain loops, a setting is malformed, or
+            the merged data is not a valid `TrainConfig` (a bad stage included).
     """
     data: dict[str, Any] = {}
     if path is not None:
-        data = read_config_file(Path(path))
+        data = read_composed_config(Path(path))
+    for setting in settings:
+        apply_setting(data, setting)
     data.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig.from_dict(data)
+
+
+# --- composition: extends, stages merged by name, --set ---------------------------------
+
+
+def read_composed_config(path: Path) -> dict[str, Any]:
+    """The mapping a training-config file holds, with what it ``extends``.
+
+    ``extends: OTHER.yaml`` (a path relative to the file that says it) names a config this
+    one builds on; its keys replace the base's, whole (a mapping such as
+    ``opponent_mix`` is replaced, not merged), except ``stages``: when every stage of the
+    extending file names (``name``) a stage of the base, each is merged into its
+    namesake, key by key (so a recipe for another table size changes a stage's steps in
+    one line); otherwise the list replaces the base's. Chains are allowed, loops are not.
+
+    Raises:
+        TrainConfigError: a file of the chain is missing or bad (`read_config_file`),
+            ``extends`` is not a path string, or the chain loops or is longer than
+            `MAX_EXTENDS_DEPTH`.
+    """
+    return _read_chain(path, ())
+
+
+def _read_chain(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
+    where = Path(path)
+    if where.resolve() in [p.resolve() for p in including]:
+        chain = " -> ".join(str(p) for p in (*including, where))
+        raise TrainConfigError(f"training config {show_path(where)} extends itself: {chain}")
+    if len(including) >= MAX_EXTENDS_DEPTH:
+        raise TrainConfigError(
+            f"training config {show_path(where)}: the extends chain holds more than "
+            f"{MAX_EXTENDS_DEPTH} files"
+        )
+    data = read_config_file(where)
+    base_name = data.pop(EXTENDS, None)
+    if base_name is None:
+        return data
+    if not isinstance(base_name, str) or not base_name.strip():
+        raise TrainConfigError(
+            f"training config {show_path(where)}: key 'extends': got {_show(base_name)}, expected "
+            "the path of another training config, relative to this file"
+        )
+    base_path = where.parent / base_name
+    if not base_path.is_file():
+        raise TrainConfigError(
+            f"training config {show_path(where)}: extends {_quote(base_name)}, which is not a file "
+            f"({show_path(base_path)})"
+        )
+    return merge_config_data(_read_chain(base_path, (*including, where)), data)
+
+
+def merge_config_data(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated with ``changes`` as `read_composed_config` composes files (keys
+    replaced whole; ``stages`` merged by name when every changed stage names a base one).
+    Neither argument is modified."""
+    merged = {**base, **changes}
+    old, new = base.get("stages"), changes.get("stages")
+    if _named_stage_lists(old, new):
+        by_name = {stage[STAGE_NAME]: stage for stage in new}
+        merged["stages"] = [{**stage, **by_name.get(stage.get(STAGE_NAME), {})}
+                            for stage in old]
+    return merged
+
+
+def _named_stage_lists(old: Any, new: Any) -> bool:
+    """Whether ``new`` is a non-empty list of stages that each name a stage of ``old``."""
+    if not (isinstance(old, list) and isinstance(new, list) and new):
+        return False
+    names = {stage.get(STAGE_NAME) for stage in old if isinstance(stage, dict)} - {None}
+    return all(isinstance(stage, dict) and stage.get(STAGE_NAME) in names for stage in new)
+
+
+def apply_setting(data: dict[str, Any], setting: str) -> None:
+    """Apply one ``KEY=VALUE`` (``train.py --set``) to config data, in place.
+
+    ``VALUE`` is read as YAML (``3e-4``, ``[256, 256]``, ``null``, ``{ev: 1.0}``).
+    ``KEY`` is a config key, or a dotted path into one: ``opponent_mix.ev`` sets one entry
+    of the mapping (the others kept, from the data or the defaults), and
+    ``stages.NAME.KEY`` (``NAME`` a stage's name, or its number, 1 = the first) sets a key
+    of one stage (``stages.2.opponent_mix.ev`` one entry of that stage's mix, the others
+    from the stage or the base).
+
+    Raises:
+        TrainConfigError: not ``KEY=VALUE``, a value that is not YAML, an unknown key, or
+            a path through something that is not a mapping or a stage.
+    """
+    key, equals, text = setting.partition("=")
+    key = key.strip()
+    if not equals or not key:
+        raise TrainConfigError(
+            f"--set {_quote(setting)}: expected KEY=VALUE, e.g. learning_rate=0.0003, "
+            "opponent_mix.ev=0.5 or stages.finetune.total_timesteps=2000000"
+        )
+    try:
+        value = parse_yaml(text)  # as a config file's values: no aliases, dates as text
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or error
+        raise TrainConfigError(f"--set {_quote(setting)}: the value is not "
+                               f"YAML ({problem})") from None
+    if isinstance(value, str) and _EXPONENT_NUMBER.match(value):
+        value = float(value)  # YAML 1.1 reads 3e-4 (no dot) as a string
+    path = key.split(".")
+    if path[0] == "stages" and len(path) > 2:
+        stage = _stage_to_set(data, path[1], setting)
+        _set_path(stage, path[2:], value, _stage_base(data), setting)
+        return
+    _set_path(data, path, value, TrainConfig().to_dict(), setting)
+
+
+#: A number in exponent notation without a decimal point (``3e-4``), which YAML 1.1 reads
+#: as a string.
+_EXPONENT_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def _set_path(target: dict[str, Any], path: list[str], value: Any, fallback: dict[str, Any],
+              setting: str) -> None:
+    """``target[path[0]][path[1]]... = value``; a mapping missing from ``target`` on the
+    way starts as a copy of ``fallback``'s (so one entry changes, the others stay)."""
+    try:
+        _refuse_unknown_keys({path[0]: None})
+    except TrainConfigError as error:
+        raise TrainConfigError(f"--set {_quote(setting)}: {error}") from None
+    for depth, part in enumerate(path[:-1]):
+        current = target.get(part, fallback.get(part) if depth == 0 else None)
+        if current is None:
+            current = {}
+        if not isinstance(current, dict):
+            raise TrainConfigError(
+                f"--set {_quote(setting)}: {'.'.join(path[: depth + 1])} is not a mapping"
+            )
+        target[part] = dict(current)
+        target = target[part]
+    target[path[-1]] = value
+
+
+def _stage_to_set(data: dict[str, Any], which: str, setting: str) -> dict[str, Any]:
+    """The stage of ``data`` that ``stages.WHICH`` names (by name, or number from 1)."""
+    stages = data.get("stages")
+    if not isinstance(stages, list) or not stages:
+        raise TrainConfigError(f"--set {_quote(setting)}: the config has no stages")
+    for index, stage in enumerate(stages):
+        if isinstance(stage, dict) and (stage.get(STAGE_NAME) == which or str(index + 1) == which):
+            stages[index] = dict(stage)
+            return stages[index]
+    names = ", ".join(stage_label(i, s) for i, s in enumerate(stages))
+    raise TrainConfigError(f"--set {_quote(setting)}: no stage {_quote(which)}; the stages "
+                           f"are {shorten(str(names), 400)}")
+
+
+def _stage_base(data: dict[str, Any]) -> dict[str, Any]:
+    """What a stage's missing keys come from: the data, then the defaults."""
+    return {**TrainConfig().to_dict(), **{k: v for k, v in data.items() if k != "stages"}}
+
+
+# --- stages ------------------------------------------------------------------------------
+
+
+def stage_label(index: int, stage: Any, quoted: bool = True) -> str:
+    """How messages name stage ``index`` (0 = the first): ``stage 2 ('feeding')``, or
+    ``stage 2`` when it has no name (with ``quoted=False``: ``feeding`` or ``stage 2``)."""
+    name = stage.get(STAGE_NAME) if isinstance(stage, dict) else None
+    if not quoted:
+        return name if isinstance(name, str) and name else f"stage {index + 1}"
+    return f"stage {index + 1}" + (f" ({_quote(name)})" if isinstance(name, str) and name else "")
+
+
+def _build_stages(config: TrainConfig) -> list[TrainConfig]:
+    """The config of each of ``config.stages``, each checked (keys, values, growth from
+    the stage before).
+
+    Raises:
+        TrainConfigError: one line naming the stage and the key: a stage that is not a
+            mapping or is empty, a name that is not a string or is repeated, a key of
+            `RUN_KEYS`, a key of `START_KEYS` after the first stage, an unknown key or a bad
+            value, or a network the previous stage's cannot grow into.
+    """
+    base = config.model_dump(exclude={"stages"})
+    built: list[TrainConfig] = []
+    seen: set[str] = set()
+    for index, stage in enumerate(config.stages):
+        label = stage_label(index, stage)
+        changes = _stage_changes(stage, index, label, seen)
+        try:
+            stage_config = TrainConfig(**{**base, **changes})
+        except TrainConfigError as error:
+            raise TrainConfigError(f"{label}: {error}") from None
+        if built:
+            _check_growth(built[-1], stage_config, label)
+        built.append(stage_config)
+    return built
+
+
+def _stage_changes(stage: Any, index: int, label: str, seen: set[str]) -> dict[str, Any]:
+    """The keys stage ``index`` changes, checked as far as they can be alone."""
+    if not isinstance(stage, dict):
+        raise TrainConfigError(
+            f"{label}: got {_show(stage)}, expected a mapping of config keys to the values "
+            "this stage changes"
+        )
+    name = stage.get(STAGE_NAME)
+    if STAGE_NAME in stage:
+        if not isinstance(name, str) or not name.strip() or name.strip().isdigit():
+            raise TrainConfigError(
+                f"{label}: key 'name': got {_show(name)}, expected a non-empty string that "
+                "is not a number"
+            )
+        if name in seen:
+            raise TrainConfigError(
+                f"{label}: key 'name': {_quote(name)} names an earlier stage too")
+        seen.add(name)
+    changes = {key: value for key, value in stage.items() if key != STAGE_NAME}
+    if not changes:
+        raise TrainConfigError(
+            f"{label}: empty stage; a stage sets at least one config key (e.g. total_timesteps)"
+        )
+    for key in changes:
+        if key in RUN_KEYS:
+            raise TrainConfigError(
+                f"{label}: config key {key!r} cannot change between stages of one run; set "
+                "it once, outside stages"
+            )
+        if index > 0 and key in START_KEYS:
+            raise TrainConfigError(
+                f"{label}: config key {key!r} applies to the first stage only (how a new "
+                "run's network starts); a later stage continues the network of the stage "
+                "before"
+            )
+    try:
+        _refuse_unknown_keys(changes)
+    except TrainConfigError as error:
+        raise TrainConfigError(f"{label}: {error}") from None
+    return changes
+
+
+def _check_growth(before: TrainConfig, after: TrainConfig, label: str) -> None:
+    """Refuse a stage whose network the previous stage's cannot grow into
+    (`agents.ppo.checkpoint.widened_state`: as many hidden layers, none narrower, the same
+    activation, the same or a later kind of features)."""
+    old, new = before.net_arch, after.net_arch
+    if len(new) != len(old) or any(n < o for n, o in zip(new, old, strict=True)):
+        raise TrainConfigError(
+            f"{label}: config key 'net_arch': got {_quote(new)}, which the previous stage's "
+            f"{old!r} cannot grow into (layers only widen: as many layers, none narrower)"
+        )
+    if after.activation != before.activation:
+        raise TrainConfigError(
+            f"{label}: config key 'activation': got {after.activation!r}, but the previous "
+            f"stage's network uses {before.activation!r} (growth keeps the activation)"
+        )
+    if FEATURES.index(after.features) < FEATURES.index(before.features):
+        raise TrainConfigError(
+            f"{label}: config key 'features': got {after.features!r}, an earlier kind than "
+            f"the previous stage's {before.features!r} (growth only adds inputs: "
+            f"{' < '.join(FEATURES)})"
+        )
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -434,6 +744,8 @@ _ALLOWED = {
     "'search(samples=8,depth=8)' (the base is the current policy)",
     "expert_soft_temperature": "null (fit the searched moves) or a finite number > 0 (the "
     "soft targets' temperature)",
+    "stages": "a list of mappings (each the config keys one stage changes, and an optional "
+    "name)",
     "ray_address": "null (start a local Ray) or a non-empty Ray address string ('auto', "
     "'ray://host:10001')",
 }
@@ -463,8 +775,13 @@ def allowed_values(key: str) -> str:
     return f"{words} {limits}" if limits else words
 
 
+def _quote(value: Any) -> str:
+    """``repr(value)`` for a message, at most `VALUE_CHARS` characters."""
+    return shorten(repr(value), VALUE_CHARS)
+
+
 def _show(value: Any) -> str:
-    text = shorten(repr(value), VALUE_CHARS)
+    text = _quote(value)
     kind = "null" if value is None else type(value).__name__
     return f"{text} ({kind})"
 
@@ -496,9 +813,9 @@ def _refuse_unknown_keys(data: dict[Any, Any]) -> None:
     key = unknown[0]
     close = difflib.get_close_matches(str(key), known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    more = (f" (and {len(unknown) - 1} more: {shorten(repr(unknown[1:]), VALUE_CHARS)})"
+    more = (f" (and {len(unknown) - 1} more: {_quote(unknown[1:])})"
             if len(unknown) > 1 else "")
     raise TrainConfigError(
-        f"unknown training config key {shorten(repr(key), VALUE_CHARS)}{hint}{more}; known "
+        f"unknown training config key {_quote(key)}{hint}{more}; known "
         f"keys: {', '.join(known)}"
     )

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from agents.parallel import ChunksStopped
 from agents.training.config import TrainConfig, TrainConfigError
 from agents.training.expert import SearchGames, collect_expert_games, fit_to_search, teacher_spec
-from agents.training.imitation import ChunksStopped, DataWorkersError
+from agents.training.imitation import DataWorkersError
 from agents.training.seeds import (
     SEED_EXPERT_DATA,
     SEED_EXPERT_SHUFFLE,

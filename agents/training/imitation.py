@@ -9,7 +9,8 @@ The demonstrations come in chunks of `DEMONSTRATION_CHUNK_GAMES` games, each dea
 played by a teacher built inside the chunk, both seeded from root seeds and the chunk
 index alone (`chunk_seed`), so the data for a seed is the same whether the chunks run in this process
 (``workers=0``) or as Ray tasks on any number of workers (`run_chunks`, which any other
-seeded per-chunk data generator can reuse). Ray is imported only when ``workers > 0``.
+seeded per-chunk data generator can reuse; it runs them through `agents.parallel.run_chunks`).
+Ray is imported only when ``workers > 0``.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
+from agents import parallel
+from agents.parallel import ChunksStopped as ChunksStopped  # re-exported: callers catch it here
 from agents.registry import make_agent
 from skyjo_env.core import legal_action_mask, new_batch, reset, step
 from skyjo_env.core.rules import SkyjoRules
@@ -254,10 +257,6 @@ def collect_chunked_demonstrations(
     return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
-class ChunksStopped(Exception):
-    """`run_chunks` stopped early because its ``should_stop`` answered True."""
-
-
 def run_chunks(
     task: Callable[[int, int], ChunkResult],
     sizes: Sequence[int],
@@ -266,7 +265,8 @@ def run_chunks(
     should_stop: Callable[[], bool] | None = None,
     on_chunk_done: Callable[[int], None] | None = None,
 ) -> list[ChunkResult]:
-    """``[task(chunk, sizes[chunk]) for every chunk]``, here or as Ray tasks, in chunk order.
+    """``[task(chunk, sizes[chunk]) for every chunk]``, here or as Ray tasks, in chunk order:
+    `agents.parallel.run_chunks` (the one chunked task runner) over chunks of given sizes.
 
     ``task`` must derive all its randomness from its arguments (e.g. `chunk_seed`): then
     where and in which order the chunks run changes nothing.
@@ -283,84 +283,39 @@ def run_chunks(
 
     Raises:
         ChunksStopped: ``should_stop`` answered True.
-        DataWorkersError: ``workers > 0`` and Ray is not installed or cannot start/connect.
+        DataWorkersError: ``workers > 0`` and Ray is not installed or cannot start/connect
+            (the message names ``data_workers``).
         ValueError: ``workers`` is not an int >= 0.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise ValueError(f"workers={workers!r} is invalid: allowed an int >= 0")
-    stop = should_stop or (lambda: False)
     done = on_chunk_done or (lambda size: None)
-    if workers == 0:
-        results = []
-        for chunk, size in enumerate(sizes):
-            if stop():
-                raise ChunksStopped
-            results.append(task(chunk, size))
-            done(size)
-        return results
-    _import_ray(workers)  # its own message names the config key
-    from agents.evaluation.distributed import DistributedSetupError, ray_session
-
+    sizes = tuple(sizes)
+    if workers > 0:
+        _import_ray(workers)  # its own message names the config key
     try:
-        with ray_session(workers, ray_address) as ray:
-            return _run_on_ray(ray, task, sizes, workers, stop, done)
-    except DistributedSetupError as error:  # Ray could not start or connect
+        return parallel.run_chunks(
+            partial(_sized, task, sizes), range(len(sizes)), workers, ray_address,
+            on_result=lambda chunk, _: done(sizes[chunk]), should_stop=should_stop,
+        )
+    except parallel.DistributedSetupError as error:  # Ray missing, or it cannot start
         raise DataWorkersError(f"data_workers={workers}: {error}") from None
 
 
-def _run_on_ray(
-    ray: Any,
-    task: Callable[[int, int], ChunkResult],
-    sizes: Sequence[int],
-    workers: int,
-    stop: Callable[[], bool],
-    done: Callable[[int], None],
-) -> list[ChunkResult]:
-    """`run_chunks` on a running Ray: at most ``workers`` tasks at once, results in order."""
-    remote = ray.remote(_call_task)  # ray.remote takes functions, not partials
-    shared_task = ray.put(task)  # sent to the object store once, not once per chunk
-    results: dict[int, Any] = {}
-    running: dict[Any, int] = {}
-    for chunk, size in enumerate(sizes):
-        if len(running) >= workers:  # at most `workers` at once, even on a big cluster
-            done(sizes[_collect_one(ray, running, results)])
-        if stop():
-            _cancel(ray, running)
-        running[remote.remote(shared_task, chunk, size)] = chunk
-    while running:
-        done(sizes[_collect_one(ray, running, results)])
-        if stop():
-            _cancel(ray, running)
-    return [results[chunk] for chunk in range(len(sizes))]
-
-
-def _call_task(task: Callable[[int, int], ChunkResult], chunk: int, size: int) -> ChunkResult:
-    return task(chunk, size)
-
-
-def _cancel(ray: Any, running: dict[Any, int]) -> None:
-    """Cancel the running tasks and raise `ChunksStopped`."""
-    for reference in running:
-        ray.cancel(reference, force=True)
-    raise ChunksStopped
-
-
-def _collect_one(ray: Any, running: dict[Any, int], results: dict[int, Any]) -> int:
-    """Wait for one running task, store its result; the index of its chunk."""
-    (finished,), _ = ray.wait(list(running), num_returns=1)
-    chunk = running.pop(finished)
-    results[chunk] = ray.get(finished)
-    return chunk
-
-
-def _import_ray(workers: int) -> Any:
+def _import_ray(workers: int) -> None:
     try:
-        return importlib.import_module("ray")
+        importlib.import_module("ray")
     except ImportError:
         raise DataWorkersError(
             f"data_workers={workers} needs Ray, which is not installed: "
             "pip install -e '.[distributed]', or set data_workers: 0 to generate in-process"
         ) from None
+
+
+def _sized(task: Callable[[int, int], ChunkResult], sizes: tuple[int, ...],
+           chunk: int) -> ChunkResult:
+    """``task(chunk, sizes[chunk])``: a chunk of `run_chunks` as `agents.parallel` runs it."""
+    return task(chunk, sizes[chunk])
 
 
 def actor_parameters(policy) -> list:

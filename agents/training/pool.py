@@ -21,16 +21,23 @@ class OpponentPool:
 
     def __init__(self, config: TrainConfig, rules: SkyjoRules):
         self.rules = rules
-        self.kinds = [k for k in OPPONENT_KINDS if config.opponent_mix.get(k, 0) > 0]
-        weights = np.array([config.opponent_mix[k] for k in self.kinds], dtype=np.float64)
-        self.weights = weights / weights.sum()
+        self.set_mix(config)
         # greedy and ev are always built: "self" falls back on them before any snapshot
         self.heuristics = {
             kind: make_agent(kind, rules, seed=derived_seed(config.seed, SEED_POOL_HEURISTICS, i))
             for i, kind in enumerate(("random", "greedy", "ev"))
         }
         self.snapshots: list[PPOAgent] = []
+
+    def set_mix(self, config: TrainConfig) -> None:
+        """Draw from ``config``'s ``opponent_mix`` and keep its ``max_snapshots`` from now
+        on (a new stage of a run; the oldest snapshots beyond the new bound are dropped)."""
+        self.kinds = [k for k in OPPONENT_KINDS if config.opponent_mix.get(k, 0) > 0]
+        weights = np.array([config.opponent_mix[k] for k in self.kinds], dtype=np.float64)
+        self.weights = weights / weights.sum()
         self.max_snapshots = config.max_snapshots
+        if hasattr(self, "snapshots"):
+            del self.snapshots[: -self.max_snapshots]
 
     def add_snapshot(self, agent: PPOAgent) -> None:
         """Add a frozen learner copy, dropping the oldest beyond ``max_snapshots``."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from agents.ppo.checkpoint import CheckpointError, check_initial_network
 from agents.registry import AgentSpecError, make_agent, search_settings
-from agents.training.config import TrainConfig, TrainConfigError
+from agents.training.config import TrainConfig, TrainConfigError, stage_label
 from agents.training.evaluator import EvaluationOpponents
 from agents.training.seeds import SEED_EVALUATION, derived_seed
 from skyjo_env.core.rules import SkyjoRules
@@ -43,11 +43,12 @@ class TrainingStart:
 def prepare_start(config: TrainConfig, resume: bool = False) -> TrainingStart:
     """Check everything a run starting from ``config`` needs, once, before any work.
 
-    Checks, in this order: unless ``resume``, the warm start (`check_warm_start`); with
-    expert iteration (``expert_interval > 0``) the options of ``expert_search``
-    (`agents.registry.search_settings`); each of ``eval_opponents`` (built through
-    `agents.registry.make_agent`, for the first evaluation); with expert iteration and
-    ``data_workers`` >= 1, that Ray is installed.
+    Checks, in this order: unless ``resume``, the warm start of the first stage
+    (`check_warm_start`); then for each stage (`TrainConfig.stage_configs`; one without
+    stages): with expert iteration (``expert_interval > 0``) the options of
+    ``expert_search`` (`agents.registry.search_settings`), each of ``eval_opponents``
+    (built through `agents.registry.make_agent`; the first stage's for the first
+    evaluation), and with expert iteration and ``data_workers`` >= 1, that Ray is installed.
 
     Args:
         config: The run's config.
@@ -57,24 +58,58 @@ def prepare_start(config: TrainConfig, resume: bool = False) -> TrainingStart:
 
     Raises:
         TrainConfigError: a spec names no agent, or its agent cannot be built or loaded
-            (the message names the key and carries the registry's reason); a bad warm
-            start (`check_warm_start`); or Ray is missing for ``data_workers``.
+            (the message names the key, the stage in a run with stages, and carries the
+            registry's reason); a bad warm start (`check_warm_start`); or Ray is missing
+            for ``data_workers``.
     """
     rules = config.resolve_rules()
-    initial_network = None if resume else check_warm_start(config, rules)
-    if config.expert_interval > 0:
+    stages = config.stage_configs()
+    initial_network = None if resume else check_warm_start(stages[0], rules)
+    evaluation = None
+    checked: set[str] = set()
+    for index, stage in enumerate(stages):
+        where = f"{stage_label(index, config.stages[index])}: " if config.stages else ""
         try:
-            search_settings(config.expert_search)  # its base, the policy, does not exist yet
-        except AgentSpecError as error:
-            raise TrainConfigError(f"config key 'expert_search': {error}") from error
+            _check_expert_iteration(stage)
+            if evaluation is None:
+                evaluation = _evaluation_opponents(stage, rules)
+                checked.update(stage.eval_opponents)
+            for spec in stage.eval_opponents:
+                if spec not in checked:  # built once to be checked; each evaluation builds
+                    _build_checked(spec, "eval_opponents", rules, stage.seed)
+                    checked.add(spec)
+        except TrainConfigError as error:
+            raise TrainConfigError(f"{where}{error}") from None
+    return TrainingStart(config, rules, resume, evaluation, initial_network)
+
+
+def _check_expert_iteration(config: TrainConfig) -> None:
+    """With expert iteration: its search's options, and Ray for ``data_workers``."""
+    if config.expert_interval == 0:
+        return
     try:
-        evaluation = EvaluationOpponents(config.eval_opponents, rules,
-                                         derived_seed(config.seed, SEED_EVALUATION))
+        search_settings(config.expert_search)  # its base, the policy, does not exist yet
+    except AgentSpecError as error:
+        raise TrainConfigError(f"config key 'expert_search': {error}") from error
+    if config.data_workers > 0:
+        check_ray_installed(config.data_workers)
+
+
+def _evaluation_opponents(config: TrainConfig, rules: SkyjoRules) -> EvaluationOpponents:
+    """The first evaluation's opponents (which checks ``eval_opponents``)."""
+    try:
+        return EvaluationOpponents(config.eval_opponents, rules,
+                                   derived_seed(config.seed, SEED_EVALUATION))
     except AgentSpecError as error:  # the registry wraps checkpoint errors in it
         raise TrainConfigError(f"config key 'eval_opponents': {error}") from error
-    if config.data_workers > 0 and config.expert_interval > 0:
-        check_ray_installed(config.data_workers)
-    return TrainingStart(config, rules, resume, evaluation, initial_network)
+
+
+def _build_checked(spec: str, key: str, rules: SkyjoRules, seed: int) -> None:
+    """Build the agent ``spec`` names, to check it (naming ``key`` on an error)."""
+    try:
+        make_agent(spec, rules, seed=seed)
+    except AgentSpecError as error:
+        raise TrainConfigError(f"config key {key!r}: {error}") from error
 
 
 def check_warm_start(config: TrainConfig, rules: SkyjoRules) -> dict[str, Any] | None:

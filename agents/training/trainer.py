@@ -44,6 +44,19 @@ start of a rollout (after the previous rollout's update, see `Trainer.checkpoint
 depends on (`agents.training.run_state`). A run killed at any moment and resumed writes
 the same ``eval.jsonl`` and ends with the same weights as a run never stopped.
 
+Stages (``stages:``, `TrainConfig.stage_configs`) run one after the other in the same run
+directory, each to its own ``total_timesteps`` (the steps of that stage). At a stage's end
+the run checkpoints and evaluates (as at the end of a run); the next stage builds a fresh
+MaskablePPO with its own settings and optimizer, grows the previous stage's network into
+its own when ``features`` or ``net_arch`` grew (`agents.ppo.checkpoint.widened_state`:
+the same actions and values at first) and goes on with the same games, opponent pool,
+step count, TensorBoard log and ``eval.jsonl``. Its learning rate falls from its
+``learning_rate`` to its ``learning_rate_final`` over its own steps, and its evaluation,
+checkpoint and expert-iteration schedules count from its start. Checkpoints, best.zip
+and ``eval.jsonl`` lines record the stage (``stage`` in the metadata: number, name,
+count, first step), TensorBoard gets ``train/stage`` (the stage's number) and each
+stage's hyperparameters, and ``--resume`` continues inside any stage.
+
 The parts: `agents.training.start` checks a config once per start, `warm_start` starts
 the network, `callbacks` drives the periodic work inside SB3's loop, `evaluator` scores
 the learner, `expert_step` runs expert iteration, `run_state` saves and restores the run.
@@ -63,14 +76,21 @@ import numpy as np
 import yaml
 
 from agents.ppo.architecture import policy_kwargs
-from agents.ppo.checkpoint import checkpoint_metadata, read_metadata, save_checkpoint
+from agents.ppo.checkpoint import (
+    CheckpointError,
+    checkpoint_metadata,
+    read_metadata,
+    save_checkpoint,
+    widened_state,
+)
 from agents.training.callbacks import make_callback
 from agents.training.config import TrainConfig
-from agents.training.evaluator import evaluate_learner
+from agents.training.evaluator import EvaluationOpponents, evaluate_learner
 from agents.training.expert_step import fit_policy, search_games
 from agents.training.pool import OpponentPool, frozen_copy
 from agents.training.run_dir import check_run_dir
 from agents.training.run_state import export_run_state, restore_run, run_state_members
+from agents.training.seeds import SEED_EVALUATION, derived_seed
 from agents.training.shaping import shaping_wrapper
 from agents.training.start import TrainingStart, prepare_start
 from agents.training.warm_start import (
@@ -105,9 +125,19 @@ class Trainer:
 
     def __init__(self, start: TrainingStart, run_dir: str | Path,
                  on_evaluation: Callable[[int, float], bool] | None = None):
-        config = start.config
+        #: the config of the whole run (with its ``stages``), as written to config.yaml
+        self.run_config = start.config
+        #: the config of each stage (one, the run's, without stages)
+        self.stage_configs = start.config.stage_configs()
+        self.stage_names = start.config.stage_names()
+        #: the stage running (0 = the first) and the step it started at
+        self.stage = 0
+        self.stage_start = 0
+        config = self.stage_configs[0]
         self.start = start
+        #: the running stage's config
         self.config = config
+        self.evaluation = start.evaluation
         self.rules = start.rules
         self.on_evaluation = on_evaluation
         self.run_dir = Path(run_dir)
@@ -125,6 +155,9 @@ class Trainer:
         self.rollouts_done = 0
         self.pending_log: dict[str, list] | None = None
         self._bar = None
+        #: what the next ``learn`` logs at its start: "run" (a new run's hyperparameters
+        #: and imitation figures), "stage" (a new stage's hyperparameters) or None
+        self.start_log: str | None = None
         self.model = None
         self.env = None
         self.vec_env = None
@@ -153,7 +186,35 @@ class Trainer:
         """Path of the evaluation log (one JSON line per evaluation)."""
         return self.run_dir / "eval.jsonl"
 
+    @property
+    def staged(self) -> bool:
+        """Whether the run's config has stages."""
+        return bool(self.run_config.stages)
+
+    @property
+    def stage_end(self) -> int:
+        """The step the running stage trains to (its start plus its ``total_timesteps``)."""
+        return self.stage_start + self.config.total_timesteps
+
+    @property
+    def last_stage(self) -> bool:
+        """Whether the running stage is the run's last."""
+        return self.stage + 1 >= len(self.stage_configs)
+
+    def stage_record(self) -> dict[str, Any]:
+        """The running stage as checkpoints record it: ``{"number", "name", "of",
+        "start"}`` (number 1 = the first stage; start: its first step)."""
+        return {"number": self.stage + 1, "name": self.stage_names[self.stage],
+                "of": len(self.stage_configs), "start": self.stage_start}
+
+    def _next_multiple(self, timesteps: int, interval: int) -> int:
+        """The first step after ``timesteps`` at a multiple of ``interval`` from the
+        stage's start."""
+        return self.stage_start + ((timesteps - self.stage_start) // interval + 1) * interval
+
     def _metadata(self, timesteps: int, **extra: Any) -> dict[str, Any]:
+        if self.staged:
+            extra["stage"] = self.stage_record()
         return checkpoint_metadata(
             self.rules,
             timesteps,
@@ -190,12 +251,18 @@ class Trainer:
 
         config = self.config
         start, end = config.learning_rate, config.learning_rate_final
+        # SB3's progress runs from 1 at the run's step 0 (a resume: at the step it resumes
+        # from, with the stage's end as its total) to 0 at the stage's end; rescaled, the
+        # rate falls from learning_rate to learning_rate_final over the stage's own steps
+        # (the first stage's scale is exactly 1)
+        scale = self.stage_end / config.total_timesteps
         # seed= goes through SB3's public set_random_seed: python, numpy and torch global
-        # generators, the action space, and env.seed(seed) (the VecEnv's documented seeding)
+        # generators, the action space, and env.seed(seed) (the VecEnv's documented
+        # seeding); a later stage's model must not reseed the games that go on
         return MaskablePPO(
             "MlpPolicy",
             self.env,
-            learning_rate=lambda remaining: end + (start - end) * remaining,
+            learning_rate=lambda remaining: end + (start - end) * (remaining * scale),
             n_steps=config.n_steps,
             batch_size=config.batch_size,
             n_epochs=config.n_epochs,
@@ -207,7 +274,7 @@ class Trainer:
             max_grad_norm=config.max_grad_norm,
             policy_kwargs=policy_kwargs(config.policy_architecture(), self.rules),
             tensorboard_log=str(self.run_dir / "tb"),
-            seed=config.seed,
+            seed=config.seed if self.stage == 0 else None,
             device="cpu",
             verbose=0,
         )
@@ -250,7 +317,7 @@ class Trainer:
     def due_for_expert(self, timesteps: int) -> bool:
         """Whether an expert-iteration step is due (never at or past the last step)."""
         return (self.config.expert_interval > 0 and timesteps >= self.next_expert
-                and timesteps < self.config.total_timesteps)
+                and timesteps < self.stage_end)
 
     def expert_iteration(self, timesteps: int, logger=None) -> dict[str, float] | None:
         """Search games over the current policy, then fit the network to them
@@ -282,7 +349,7 @@ class Trainer:
         self.freeze_actor(self.rollouts_done < self.warmup_rollouts)
         stats["seconds"] = time.perf_counter() - started
         before, after = stats["agreement_before"], stats["agreement_after"]
-        self.next_expert = (timesteps // config.expert_interval + 1) * config.expert_interval
+        self.next_expert = self._next_multiple(timesteps, config.expert_interval)
         self.expert_stats = stats
         if logger is not None:
             for key, value in stats.items():
@@ -311,8 +378,10 @@ class Trainer:
         if self.config.progress:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.config.total_timesteps, initial=start, unit="step",
-                             dynamic_ncols=True, desc="training")
+            desc = (f"stage {self.stage + 1}/{len(self.stage_configs)}" if self.staged
+                    else "training")
+            self._bar = tqdm(total=self.stage_end, initial=start, unit="step",
+                             dynamic_ncols=True, desc=desc)
 
     def advance_progress(self, timesteps: int) -> None:
         """Move the bar to ``timesteps``."""
@@ -338,10 +407,10 @@ class Trainer:
         """Evaluate against the baselines, log, keep best.zip, add a snapshot on a new best."""
         config = self.config
         interval = config.eval_interval or config.total_timesteps
-        self.next_eval = (timesteps // interval + 1) * interval
+        self.next_eval = self._next_multiple(timesteps, interval)
         self.last_eval_step = timesteps
         started = time.perf_counter()
-        evaluation = self.start.evaluation
+        evaluation = self.evaluation
         results = evaluate_learner(self.model, self.rules, evaluation.take(), config.eval_games,
                                    evaluation.seed)
         score = float(np.mean([r["win_rate"] for r in results.values()]))
@@ -349,6 +418,8 @@ class Trainer:
             _log_evaluation(logger, results, score, len(self.pool.snapshots))
         line = {"timesteps": timesteps, "score": score, "results": results,
                 "seconds": round(time.perf_counter() - started, 2)}
+        if self.staged:
+            line["stage"] = self.stage_names[self.stage]
         with open(self.eval_log, "a") as handle:
             handle.write(json.dumps(line) + "\n")
         self.eval_lines += 1
@@ -357,7 +428,8 @@ class Trainer:
             summary = " ".join(f"{s}={r['win_rate']:.2f}" for s, r in results.items())
             self._bar.write(f"[{timesteps:>10,} steps] win rate vs {summary}")
         if (self.on_evaluation is not None and self.on_evaluation(timesteps, score)
-                and timesteps < config.total_timesteps):  # at the end there is nothing to stop
+                and (timesteps < self.stage_end or not self.last_stage)):
+            # (at the run's end there is nothing to stop)
             self.stop_requested = True
         return line
 
@@ -380,8 +452,7 @@ class Trainer:
         Call it only where no rollout is half collected (at a rollout start, or after
         ``learn`` returned), or the resumed run is not the same run.
         """
-        step = self.config.checkpoint_interval
-        self.next_checkpoint = (timesteps // step + 1) * step
+        self.next_checkpoint = self._next_multiple(timesteps, self.config.checkpoint_interval)
         extra = run_state_members(*export_run_state(self, timesteps))
         return save_quietly(self.model, self.last_checkpoint, self._metadata(timesteps), extra)
 
@@ -443,27 +514,23 @@ class Trainer:
 
     def _run(self) -> dict[str, Any]:
         resume = self.start.resume
+        if resume:
+            self._enter_saved_stage()
         self.build_env()
         done = 0
         if resume:
             done = restore_run(self)
         else:
             self._warm_start_new_model()
+            self.start_log = "run"
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.yaml").write_text(
-            yaml.safe_dump(self.config.to_dict(), sort_keys=False)
+            yaml.safe_dump(self.run_config.to_dict(), sort_keys=False)
         )
-        remaining = self.config.total_timesteps - done
         started, start_steps = time.perf_counter(), done
         aborted = False
         try:
-            if remaining > 0:
-                self.model.learn(
-                    remaining,
-                    callback=make_callback(self),
-                    reset_num_timesteps=not resume,
-                    tb_log_name="ppo",
-                )
+            self._run_stages(continuing=resume)
         except KeyboardInterrupt:
             # a second Ctrl-C: the model may be mid-update, so the last checkpoint stands
             self.stop_requested = aborted = True
@@ -476,7 +543,111 @@ class Trainer:
             "last_checkpoint": str(self.last_checkpoint),
             "best_checkpoint": str(self.best_checkpoint),
             "steps_per_second": (timesteps - start_steps) / elapsed if elapsed > 0 else 0.0,
+            "stage": self.stage_names[self.stage],
         }
+
+    def _run_stages(self, continuing: bool) -> None:
+        """PPO to the running stage's end, then each later stage in turn (`_next_stage`),
+        until the last ends or a stop is asked for.
+
+        Args:
+            continuing: The model continues a step count (a resume): SB3 must not reset
+                it (a new run's first ``learn`` does).
+        """
+        while True:
+            remaining = self.stage_end - int(self.model.num_timesteps)
+            if remaining > 0:
+                self.model.learn(
+                    remaining,
+                    callback=make_callback(self),
+                    reset_num_timesteps=not continuing,
+                    tb_log_name="ppo",
+                )
+            continuing = True
+            if self.stop_requested or self.last_stage or not self._end_stage():
+                return
+            self._next_stage(int(self.model.num_timesteps))
+
+    def _end_stage(self) -> bool:
+        """A stage (not the last) has reached its end: checkpoint, evaluate unless an
+        evaluation was just taken, checkpoint again (so a resume skips the evaluation).
+
+        Returns:
+            Whether the run goes on (an evaluation hook may have asked for a stop).
+        """
+        timesteps = int(self.model.num_timesteps)
+        self.checkpoint(timesteps)
+        if self.last_eval_step != timesteps:
+            self.evaluate(timesteps)
+            self.checkpoint(timesteps)
+        return not self.stop_requested
+
+    def _enter_stage(self, index: int, start: int) -> None:
+        """Make stage ``index`` (starting at step ``start``) the running one: its config,
+        its opponent mix in the pool and its evaluation opponents."""
+        self.stage, self.stage_start = index, start
+        self.config = self.stage_configs[index]
+        self.pool.set_mix(self.config)
+        if index > 0:
+            self.evaluation = EvaluationOpponents(
+                self.config.eval_opponents, self.rules,
+                derived_seed(self.config.seed, SEED_EVALUATION),
+            )
+
+    def _next_stage(self, timesteps: int) -> None:
+        """Start the next stage at ``timesteps``: a fresh MaskablePPO of its config with
+        the previous network grown into it, the step count, last observations, episode
+        infos and logger carried over, its schedules counted from its start."""
+        previous = self.model
+        self._enter_stage(self.stage + 1, timesteps)
+        self.model = model = self.build_model()
+        grown = widened_state(previous.policy.state_dict(), model.policy.state_dict())
+        model.policy.load_state_dict(grown)
+        # the same run goes on: SB3's learn continues these instead of resetting the games
+        model.num_timesteps = previous.num_timesteps
+        model._n_updates = previous._n_updates
+        model._last_obs = previous._last_obs
+        model._last_episode_starts = previous._last_episode_starts
+        model.ep_info_buffer = previous.ep_info_buffer
+        model.ep_success_buffer = previous.ep_success_buffer
+        if getattr(previous, "_logger", None) is not None:
+            # one TensorBoard log, and the last update's losses still to be written in it
+            model.set_logger(previous.logger)
+        config = self.config
+        self.next_eval = timesteps + (config.eval_interval or config.total_timesteps)
+        self.next_checkpoint = timesteps + config.checkpoint_interval
+        self.next_expert = timesteps + config.expert_interval
+        self.start_log = "stage"
+        if config.progress:
+            print(f"[{timesteps:>10,} steps] stage {self.stage + 1}/{len(self.stage_configs)}: "
+                  f"{self.stage_names[self.stage]}")
+
+    def _enter_saved_stage(self) -> None:
+        """Before a resume: make the stage the last checkpoint records the running one.
+
+        Raises:
+            CheckpointError: The checkpoint records no stage, or one this config lacks.
+        """
+        saved = read_metadata(self.last_checkpoint).get("stage")
+        if not self.staged:
+            if saved is not None:
+                raise CheckpointError(
+                    f"checkpoint {str(self.last_checkpoint)!r} was written by a run with "
+                    "stages; this config has none: resume with the run's own config"
+                )
+            return
+        count = len(self.stage_configs)
+        try:
+            number, start = saved["number"], saved["start"]
+            valid = all(isinstance(v, int) and not isinstance(v, bool) for v in (number, start))
+        except (KeyError, TypeError):
+            valid = False
+        if not valid or not 1 <= number <= count or start < 0:
+            raise CheckpointError(
+                f"checkpoint {str(self.last_checkpoint)!r} records stage {saved!r}; this "
+                f"config has {count} stages: resume with the run's own config"
+            )
+        self._enter_stage(number - 1, start)
 
     def _finish(self, aborted: bool) -> int:
         """The steps the run ends at; after a full or politely stopped run, the last

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agents.parallel import ChunksStopped
 from agents.ppo.checkpoint import CheckpointError, load_policy_weights
 from agents.training.config import TrainConfig, TrainConfigError
 from agents.training.imitation import (
-    ChunksStopped,
     DataWorkersError,
     clone_policy,
     collect_chunked_demonstrations,

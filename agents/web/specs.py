@@ -18,11 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.registry import BUILTIN_AGENTS, SEARCH_OPTIONS
+from agents.registry import BUILTIN_AGENTS, SEARCH_OPTIONS, AgentSpecError, best_network
 
-#: The strongest shipped network of each table size (file stems in the model directory).
-#: Other sizes fall back to `FALLBACK_AGENT`.
-DEFAULT_NETWORKS = {2: "ppo_2p_stage3", 4: "ppo_4p_stage5"}
 #: The agent for table sizes (or rules) without a shipped network.
 FALLBACK_AGENT = "ev"
 #: Longest spec a request may send.
@@ -37,8 +34,18 @@ class SpecRejected(ValueError):
 
 
 def default_network(num_players: int) -> str | None:
-    """The stem of the strongest shipped network for ``num_players`` seats, or None."""
-    return DEFAULT_NETWORKS.get(num_players)
+    """The stem of the strongest shipped network for ``num_players`` seats (what
+    ``ppo:best`` loads: `agents.registry.best_network`), or None."""
+    try:
+        return best_network(num_players).stem
+    except AgentSpecError:
+        return None
+
+
+#: The strongest shipped network of each table size (file stems in the model directory),
+#: as the model cards say (`default_network`). Other sizes fall back to `FALLBACK_AGENT`.
+DEFAULT_NETWORKS = {players: stem for players in range(2, 9)
+                    if (stem := default_network(players)) is not None}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from checkpoint_edits import rewrite
 
 from agents.cli import evaluate
 from agents.ppo.checkpoint import (
@@ -74,14 +75,11 @@ def _trained_model(metadata: dict, seed: int = 0) -> SimpleNamespace:
     return SimpleNamespace(policy=policy)
 
 
-def _rewrite(path: Path, replace: dict[str, bytes], drop: tuple[str, ...] = ()) -> None:
-    """Rewrite the zip at ``path`` with members replaced, added or dropped."""
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist() if name not in drop}
-    members.update(replace)
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, content in members.items():
-            archive.writestr(name, content)
+def _rewrite(path: Path, replace: dict[str, bytes], drop: tuple[str, ...] = (),
+             resign: bool = True) -> None:
+    """Rewrite the zip at ``path`` with members replaced, added or dropped, its checksums
+    recomputed (``resign``: the checks behind them are what is tested)."""
+    rewrite(path, replace, drop, resign=resign)
 
 
 def _sb3_data_member(marker: Path) -> bytes:
@@ -101,6 +99,7 @@ def _hostile_checkpoint(tmp_path: Path, legacy: bool) -> tuple[Path, Path]:
         meta = json.loads(read_member(path, META_MEMBER))
         meta["format"] = LEGACY_FORMAT
         meta["config"] = meta.pop("policy")
+        del meta["integrity"]  # written before checksums
         replace[META_MEMBER] = json.dumps(meta).encode()
         replace[LEGACY_OPTIMIZER_MEMBER] = read_member(path, OPTIMIZER_MEMBER)
         drop = (OPTIMIZER_MEMBER,)
@@ -172,7 +171,7 @@ def test_save_checkpoint__writes_only_json_and_tensors(tmp_path):
             [META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER, "training_state.json"]
         )
     metadata = read_metadata(path)
-    assert metadata["format"] == "skyjo-rl-ppo/2"
+    assert metadata["format"] == "skyjo-rl-ppo/3"
     assert metadata["policy"] == {"net_arch": [16], "activation": "tanh", "features": "raw"}
     assert read_member(path, "training_state.json") == b'{"episodes": 3}'
 
@@ -259,7 +258,7 @@ def _nan_weights(path: Path) -> None:
     "damage, message",
     [
         (_truncate, "corrupt"),
-        (lambda p: _rewrite(p, {}, drop=(POLICY_MEMBER,)), "no member 'policy.pth'"),
+        (lambda p: _rewrite(p, {}, drop=(POLICY_MEMBER,), resign=False), "no member 'policy.pth'"),
         (lambda p: _rewrite(p, {POLICY_MEMBER: b"not torch"}), "not a plain tensor file"),
         (_set_meta(policy={"net_arch": [32], "activation": "tanh", "features": "raw"}), "needs"),
         (_set_meta(policy={"net_arch": [10**9], "activation": "tanh", "features": "raw"}),
@@ -310,3 +309,157 @@ def test_package__never_unpickles_checkpoints():
         if unsafe.search(line)
     ]
     assert sources and offending == []
+
+
+# ------------------------------------------------------------------ hostile files (#34 A)
+
+
+def _saved(tmp_path: Path, name: str = "c.zip") -> Path:
+    return save_checkpoint(_trained_model(_metadata()), tmp_path / name, _metadata())
+
+
+def _one_line_error(call, match: str) -> str:
+    with pytest.raises(CheckpointError, match=match) as caught:
+        call()
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("net_arch", [[8192, 8192], [16384] * 32],
+                         ids=["8192x8192", "16384x32"])
+def test_read_metadata__network_above_budget_is_refused_before_anything_is_built(
+        tmp_path, monkeypatch, net_arch):
+    # before: [8192, 8192] took 36 s and 1.7 GB to build; [16384]*32 was OOM-killed
+    path = _saved(tmp_path)
+    _set_meta(policy={"net_arch": net_arch, "activation": "tanh", "features": "raw"})(path)
+    from sb3_contrib.common.maskable import policies
+
+    def never(*args, **kwargs):
+        raise AssertionError("a network was built")
+
+    monkeypatch.setattr(policies.MaskableActorCriticPolicy, "__init__", never)
+    for load in (lambda: read_metadata(path), lambda: load_policy(path),
+                 lambda: build_policy(json.loads(read_member(path, META_MEMBER)), path)):
+        message = _one_line_error(load, "parameters: at most 16,777,216 are loaded")
+        assert "c.zip" in message
+
+
+def test_loaders__every_loader_refuses_an_oversized_network_in_one_line(tmp_path):
+    from agents.ppo.checkpoint import check_initial_network, load_policy_weights
+    from agents.registry import AgentSpecError
+
+    path = _saved(tmp_path)
+    _set_meta(policy={"net_arch": [8192, 8192], "activation": "tanh", "features": "raw"})(path)
+    policy = build_policy(_metadata())
+    loaders = {
+        "load_policy": lambda: load_policy(path),
+        "load_ppo_agent": lambda: load_ppo_agent(path, RULES),
+        "restore_model": lambda: restore_model(path, _trained_model(_metadata())),
+        "init_from": lambda: check_initial_network(path, RULES, _metadata()["policy"]),
+        "warm start weights": lambda: load_policy_weights(path, policy, widen=True),
+    }
+    for name, load in loaders.items():
+        assert "c.zip" in _one_line_error(load, "parameters"), name
+    for spec in (f"ppo:{path}", f"search(leaf=critic):ppo:{path}"):  # skyjo-play, evaluate,
+        with pytest.raises(AgentSpecError, match="parameters") as caught:  # Ray workers
+            make_agent(spec, RULES, seed=0)
+        assert "\n" not in str(caught.value)
+
+
+def test_read_metadata__huge_or_deeply_nested_metadata_is_one_line(tmp_path):
+    path = _saved(tmp_path)
+    meta = json.loads(read_member(path, META_MEMBER))
+    _rewrite(path, {META_MEMBER: json.dumps({**meta, "pad": "x" * (2 << 20)}).encode()})
+    _one_line_error(lambda: read_metadata(path), "skyjo_meta.json' is 2098.* bytes, more than the 1048576")
+    for depth in (100, 100_000):  # the json module's own guard is at about 1000
+        nested = "[" * depth + "]" * depth
+        text = json.dumps(meta)[:-1] + f', "deep": {nested}}}'
+        _rewrite(path, {META_MEMBER: text.encode()}, resign=False)
+        _one_line_error(lambda: read_metadata(path), "nested more than 32 levels deep")
+
+
+def test_read_metadata__edited_activation_no_longer_matches_its_tensors(tmp_path):
+    # before: metadata saying tanh loaded tensors trained with relu
+    path = _saved(tmp_path)
+    meta = json.loads(read_member(path, META_MEMBER))
+    meta["policy"]["activation"] = "relu"
+    _rewrite(path, {META_MEMBER: json.dumps(meta).encode()}, resign=False)
+    for load in (lambda: read_metadata(path), lambda: load_policy(path)):
+        _one_line_error(load, "skyjo_meta.json does not match the checksum written with it")
+
+
+def test_read_metadata__checkpoints_written_before_checksums_still_load(tmp_path):
+    path = _saved(tmp_path)
+    meta = json.loads(read_member(path, META_MEMBER))
+    del meta["integrity"]
+    meta["format"] = "skyjo-rl-ppo/2"
+    _rewrite(path, {META_MEMBER: json.dumps(meta).encode()}, resign=False)
+    assert read_metadata(path)["format"] == "skyjo-rl-ppo/2"
+    load_policy(path)
+    meta["format"] = "skyjo-rl-ppo/3"  # the current format must carry its checksums
+    _rewrite(path, {META_MEMBER: json.dumps(meta).encode()}, resign=False)
+    _one_line_error(lambda: read_metadata(path), "field 'integrity' is missing")
+
+
+@pytest.mark.parametrize("member", [POLICY_MEMBER, OPTIMIZER_MEMBER])
+def test_read_metadata__a_member_changed_after_saving_fails_its_checksum(tmp_path, member):
+    path = _saved(tmp_path)
+    other = save_checkpoint(_trained_model(_metadata(), seed=1), tmp_path / "other.zip",
+                            _metadata())  # valid tensors, other values
+    _rewrite(path, {member: read_member(other, member)}, resign=False)
+    _one_line_error(lambda: read_metadata(path), f"member '{member}' does not match the checksum")
+
+
+@pytest.mark.parametrize("name", ["../evil", "/abs", "dir/x", ".hidden"])
+def test_read_metadata__member_names_must_be_plain_file_names(tmp_path, name):
+    path = _saved(tmp_path)
+    _rewrite(path, {name: b"x"}, resign=False)
+    _one_line_error(lambda: read_metadata(path), "expected a plain file name")
+
+
+def test_read_metadata__oversized_member_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    import agents.ppo.checkpoint as checkpoint
+
+    path = _saved(tmp_path)
+    monkeypatch.setattr(checkpoint, "MAX_MEMBER_BYTES", 1000)
+    _one_line_error(lambda: read_metadata(path), "member 'policy.pth' is .* bytes, more than the 1000")
+
+
+def test_save_checkpoint__full_disk_is_one_line_and_keeps_the_previous_file(tmp_path, monkeypatch):
+    import errno
+
+    path = _saved(tmp_path)
+    before = path.read_bytes()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(zipfile.ZipFile, "writestr", full)
+    message = _one_line_error(lambda: _saved(tmp_path),
+                              r"cannot write checkpoint '.*c\.zip': No space left on device")
+    assert "Traceback" not in message
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.zip"]  # no temporary left
+
+
+def test_restore_model__optimizer_settings_of_the_wrong_kind_are_refused(tmp_path):
+    path = _saved(tmp_path)
+    state = torch.load(io.BytesIO(read_member(path, OPTIMIZER_MEMBER)), weights_only=True)
+    state["param_groups"][0]["lr"] = "abc"  # before: accepted, then a crash mid-training
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    _rewrite(path, {OPTIMIZER_MEMBER: buffer.getvalue()})
+    _one_line_error(lambda: restore_model(path, _trained_model(_metadata(), seed=1)),
+                    "parameter group setting 'lr' is 'abc'")
+
+
+def test_evaluate__critic_leaf_over_a_checkpoint_whose_config_is_a_list_exits_2(tmp_path, capsys):
+    # before: search(leaf=critic) read metadata["config"].get(...) and crashed with a traceback
+    path = _saved(tmp_path)
+    _set_meta(config=[1, 2])(path)
+    status = evaluate.main(["--agents", f"search(leaf=critic):ppo:{path}", "random", "--games",
+                            "2", "--no-progress"])
+    assert status == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "field 'config' is [1, 2]" in error

@@ -13,7 +13,7 @@ import pytest
 from agents.baselines.heuristics import EVAgent, GreedyAgent
 from agents.cli.evaluate import main
 from agents.evaluation.games import GameRecords, play_deals
-from agents.evaluation.resume import ChunkStore, ResumeError, tournament_identity
+from agents.evaluation.resume import ChunkStore, ResumeError, file_digest, tournament_identity
 from agents.registry import checkpoint_path
 from skyjo_env.core.rules import SkyjoRules
 
@@ -42,7 +42,7 @@ def test_chunk_store__a_kept_chunk_reads_back_exactly_with_its_names(tmp_path):
         np.testing.assert_array_equal(getattr(loaded, field.name), getattr(records, field.name))
     assert again.has_all(1) is False  # chunk 0 is missing
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
-        "chunk_00001.npz", "tournament.json"]  # atomic writes leave no temporary files
+        "chunk_00001.npz", "chunk_00001.sha256", "tournament.json"]  # no temporary files
 
 
 @pytest.mark.parametrize("change, words", [
@@ -75,6 +75,11 @@ def test_chunk_store__damaged_or_foreign_chunks_are_named(tmp_path):
     with pytest.raises(ResumeError, match="holds other games than chunk 0"):
         store.load(0, range(4, 8), 2)  # the file of chunk 0 read as another chunk's
     store.chunk_file(2).write_bytes(b"half a file")
+    assert store.load(2, range(8, 12), 2) is None  # no checksum: cut off, played again
+    store.checksum_file(2).write_text(store.checksum_file(0).read_text())
+    with pytest.raises(ResumeError, match="chunk_00002.npz: its SHA-256 differs .* play chunk 2"):
+        store.load(2, range(8, 12), 2)
+    store.checksum_file(2).write_text(file_digest(store.chunk_file(2)))
     with pytest.raises(ResumeError, match="chunk_00002.npz: not a chunk file .* play chunk 2"):
         store.load(2, range(8, 12), 2)
     (tmp_path / "tournament.json").write_text("{")
@@ -86,7 +91,9 @@ def test_chunk_store__a_directory_from_before_seatings_resumes_as_cyclic(tmp_pat
     ChunkStore(tmp_path, _identity())
     record_file = tmp_path / "tournament.json"
     record = json.loads(record_file.read_text())
-    del record["identity"]["seating"]  # written before the identity held the seating
+    # written before the identity held the seating, so before checksums (format 1)
+    del record["identity"]["seating"], record["sha256"]
+    record["identity"]["format"] = 1
     record_file.write_text(json.dumps(record))
     ChunkStore(tmp_path, _identity())
     seated = tournament_identity(SPECS, SkyjoRules(), 40, 3, 4, seating="all")

@@ -18,8 +18,12 @@ import agents.cli.train as train_cli
 import agents.training.trainer as trainer_module
 from agents.evaluation.games import max_games
 from agents.parallel import DistributedSetupError, check_reachable, ray_session
-from agents.ppo.architecture import MAX_NETWORK_PARAMETERS, network_parameter_count
-from agents.ppo.checkpoint import MAX_LAYER_WIDTH, MAX_LAYERS
+from agents.ppo.checkpoint import (
+    MAX_LAYER_WIDTH,
+    MAX_LAYERS,
+    MAX_NETWORK_PARAMETERS,
+    network_parameter_count,
+)
 from agents.sweep.space import SweepSpaceError, load_sweep_space
 from agents.training.budgets import MAX_EPOCHS, MAX_TRAINING_BYTES, rollout_bytes
 from agents.training.config import TrainConfig, TrainConfigError, load_train_config

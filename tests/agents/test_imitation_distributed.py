@@ -25,6 +25,7 @@ from agents.training.imitation import (
 from agents.training.start import check_warm_start, prepare_start
 from skyjo_env.core.rules import SkyjoRules
 
+ROOT = Path(__file__).resolve().parents[2]
 RULES = SkyjoRules()
 #: 5 games in chunks of 2: three chunks, the last one short
 TINY = {"rules": RULES, "teacher_spec": "ev", "games": 5, "seed": 11, "teacher_seed": 12,
@@ -176,3 +177,21 @@ def test_run_chunks__should_stop_cancels_ray_tasks(local_ray):
 
     with pytest.raises(ChunksStopped):
         run_chunks(task, [1] * 8, workers=2, should_stop=stop_after_one)
+
+
+@pytest.mark.slow
+def test_collect_expert_games__same_games_and_values_with_0_1_and_2_workers(local_ray):
+    # expert iteration's search games run through the same chunked runner
+    # (agents.parallel.run_chunks): the data depends on the seeds alone
+    from agents.training.expert import collect_expert_games, teacher_spec
+
+    spec = teacher_spec("search(samples=2,depth=2)", str(ROOT / "models" / "ppo_2p.zip"))
+    settings = {"rules": RULES, "spec": spec, "games": 3, "seed": 2, "teacher_seed": 5,
+                "chunk_games": 1}
+    in_process = collect_expert_games(**settings, workers=0)
+    assert len(in_process.played.actions) > 50
+    for workers in (1, 2):
+        distributed = collect_expert_games(**settings, workers=workers)
+        for expected, got in zip((*in_process.played, *in_process.values),
+                                 (*distributed.played, *distributed.values), strict=True):
+            np.testing.assert_array_equal(got, expected)

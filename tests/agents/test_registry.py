@@ -11,7 +11,7 @@ import pytest
 
 from agents.registry import AgentSpecError, make_agent
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.encoding import ObservationEncoder
+from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 from skyjo_env.protocol import RandomAgent
 
 RULES = SkyjoRules()
@@ -200,3 +200,42 @@ def test_make_agent__ppo_corrupt_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "agents.ppo", _fake_ppo_module(loader))
     with pytest.raises(ValueError, match="cannot load checkpoint .*not a zip file"):
         make_agent(f"ppo:{checkpoint}", RULES, 0)
+
+
+# ---------------------------------------------------------------- ppo:best
+
+
+def test_make_agent__ppo_best_is_the_strongest_shipped_network_for_the_table_size():
+    from agents.registry import MODELS_DIR, best_network, checkpoint_path
+
+    for players, name in ((2, "ppo_2p_stage3"), (4, "ppo_4p_stage5")):
+        rules = SkyjoRules().replace(num_players=players)
+        assert best_network(players) == MODELS_DIR / f"{name}.zip"
+        assert checkpoint_path("search:ppo:best", players) == str(MODELS_DIR / f"{name}.zip")
+        agent = make_agent("ppo:best", rules, seed=0)
+        assert agent.policy.observation_space.shape[0] == ObservationLayout(rules).size
+    assert checkpoint_path("ppo:best") == "best"
+
+
+def test_make_agent__search_over_ppo_best_reads_the_network_it_loads():
+    agent = make_agent("search(samples=2,depth=2,leaf=critic):ppo:best", SkyjoRules(), seed=0)
+    assert agent.name
+
+
+def test_make_agent__ppo_best_without_a_network_for_the_table_is_one_line():
+    with pytest.raises(AgentSpecError) as caught:
+        make_agent("ppo:best", SkyjoRules().replace(num_players=3), seed=0)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "no shipped network plays 3 players (models/ has them for 2, 4)" in message
+    assert "configs/recipes/3p.yaml" in message
+
+
+def test_best_network__two_cards_marked_strongest_for_one_size_are_refused(tmp_path):
+    from agents.registry import best_network
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.zip").write_bytes(b"")
+        (tmp_path / f"{name}.md").write_text("---\nplayers: 2\nstrongest: true\n---\n# x\n")
+    with pytest.raises(AgentSpecError, match="2 shipped networks say they are the strongest"):
+        best_network(2, tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,14 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from checkpoint_edits import (
+    edit_arrays,
+    edit_state,
+    file_hashes,
+    resume_checked,
+    rewrite,
+    train_tiny_run,
+)
 
 from agents.ppo.checkpoint import CheckpointError, load_policy, read_metadata
 from agents.training.config import TrainConfig
@@ -264,3 +273,145 @@ def test_trainer_restore__another_n_envs_is_a_clear_error(tmp_path):
     wider = TrainConfig(**{**RESUMABLE, "n_envs": 32, "imitation_games": 0})
     with pytest.raises(CheckpointError, match="holds 16 games.*n_envs=32"):
         Trainer(prepare_start(wider, resume=True), tmp_path).run()
+
+
+# ------------------------------------------------------------------ damaged resume states (#34 A)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    return train_tiny_run(tmp_path_factory.mktemp("tiny") / "run")
+
+
+def _copy_run(tiny_run: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    return run
+
+
+def test_train_cli__numpy_position_far_past_the_key_exits_2_with_one_line(tiny_run, tmp_path):
+    # before: np.random.set_state took pos=10**8 and the process died with SIGSEGV
+    run = _copy_run(tiny_run, tmp_path)
+    edit_state(run / "checkpoints" / "last.zip",
+               lambda state: {**state, "numpy_global": {**state["numpy_global"], "pos": 10**8}})
+    before = file_hashes(run)
+    # more steps than the run took, so that a resumed run would draw from the generator
+    result = subprocess.run(_train_command(run, "--resume", "--total-timesteps", "256"),
+                            capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: checkpoint '{run / 'checkpoints' / 'last.zip'}': training_state.json field "
+        "'numpy_global.pos' is 100000000: expected an int in 0..624"]
+    assert file_hashes(run) == before
+
+
+def _set(field: str, value):
+    def change(state):
+        *parents, last = field.split(".")
+        target = state
+        for key in parents:
+            target = target[int(key) if isinstance(target, list) else key]
+        target[int(last) if isinstance(target, list) else last] = value
+        return state
+
+    return change
+
+
+def _drop_eval_log(run: Path) -> None:
+    (run / "eval.jsonl").unlink()
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: edit_state(p, _set("numpy_global.pos", 700)),
+     "field 'numpy_global.pos' is 700: expected an int in 0..624"),
+    (lambda p: edit_state(p, lambda state: [state]), "'training_state.json' is not a JSON object"),
+    (lambda p: edit_state(p, lambda s: {k: v for k, v in s.items() if k != "n_updates"}),
+     "field 'n_updates' is missing"),
+    (lambda p: edit_state(p, _set("timesteps", "abc")), "field 'timesteps' is 'abc'"),
+    (lambda p: edit_state(p, _set("timesteps", -5000)), "field 'timesteps' is -5000"),
+    (lambda p: edit_state(p, _set("eval_lines", 0)),
+     "field 'eval_lines' is 0 while 'last_eval_step' is 128"),
+    (lambda p: edit_state(p, _set("snapshots", ["../../x"])),
+     "field 'snapshots.0' is '../../x': expected a plain file name"),
+    (lambda p: edit_state(p, _set("env.games.opponents.0", "../../x")),
+     "snapshot name '../../x' is not a plain file name"),
+    (lambda p: edit_state(p, _set("random_opponent_rng.state.state", 2**200)),
+     "field 'random_opponent_rng' is wrong: .*ints in 0 .. 2\\*\\*128 - 1"),
+    (lambda p: edit_arrays(p, lambda a: {**a, "last_obs": a["last_obs"][:2]}),
+     "array 'last_obs' is float32 of shape \\(2, 108\\): expected float32 of shape \\(4, 108\\)"),
+    (lambda p: edit_arrays(p, lambda a: {**a, "torch_rng": a["torch_rng"][:100]}),
+     "array 'torch_rng' is uint8 of shape \\(100,\\)"),
+    (lambda p: rewrite(p, {TRAINING_STATE_JSON: b"{}"}, resign=False),
+     "member 'training_state.json' does not match the checksum"),
+], ids=["pos_700", "list", "missing_key", "timesteps_abc", "timesteps_negative",
+        "eval_lines_0", "snapshot_outside", "opponent_outside", "pcg64_overflow",
+        "array_shape", "torch_rng_shape", "unsigned_edit"])
+def test_restore_run__damaged_training_state_is_one_line_and_changes_nothing(
+        tiny_run, tmp_path, damage, message):
+    run = _copy_run(tiny_run, tmp_path)
+    damage(run / "checkpoints" / "last.zip")
+    before = file_hashes(run)
+    with pytest.raises(CheckpointError, match=message) as caught:
+        resume_checked(run)
+    assert "\n" not in str(caught.value) and "last.zip" in str(caught.value)
+    assert file_hashes(run) == before
+
+
+@pytest.mark.parametrize("damage, message", [
+    (_drop_eval_log, "eval.jsonl does not exist, but checkpoint .* records 1 evaluations"),
+    (lambda run: (run / "eval.jsonl").write_text('{"timesteps": 64}\n'),
+     "line 1 is not the evaluation at step 128"),
+    (lambda run: (run / "eval.jsonl").write_text((run / "eval.jsonl").read_text()
+                                                 + '{"timesteps": 64}\n'),
+     "line 2 is not an evaluation from after the checkpoint"),
+], ids=["missing", "foreign_line", "older_line_after"])
+def test_restore_run__an_eval_log_the_run_did_not_write_is_refused(tiny_run, tmp_path, damage,
+                                                                    message):
+    # before: eval_lines silently cut whatever eval.jsonl held
+    run = _copy_run(tiny_run, tmp_path)
+    damage(run)
+    before = file_hashes(run)
+    with pytest.raises(CheckpointError, match=message):
+        resume_checked(run)
+    assert file_hashes(run) == before
+
+
+def test_restore_run__lines_after_the_checkpoint_are_dropped(tiny_run, tmp_path):
+    run = _copy_run(tiny_run, tmp_path)
+    kept = (run / "eval.jsonl").read_text()
+    (run / "eval.jsonl").write_text(kept + '{"timesteps": 160}\n{"timest')  # a kill mid-write
+    assert resume_checked(run) == 128
+    assert (run / "eval.jsonl").read_text() == kept
+
+
+def test_restore_run__another_config_is_refused(tiny_run, tmp_path):
+    # before: --resume with another --config continued the run under it without a word
+    run = _copy_run(tiny_run, tmp_path)
+    with pytest.raises(CheckpointError, match="written by another config: learning_rate="):
+        resume_checked(run, learning_rate=1e-3)
+    assert resume_checked(run, total_timesteps=512, torch_threads=2) == 128  # may change
+
+
+def test_train_cli__full_disk_at_a_checkpoint_is_one_line_and_keeps_last_zip(
+        tiny_run, tmp_path, monkeypatch, capsys):
+    import errno
+    import zipfile
+
+    from agents.cli import train as train_cli
+
+    run = _copy_run(tiny_run, tmp_path)
+    last = run / "checkpoints" / "last.zip"
+    before = last.read_bytes()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(zipfile.ZipFile, "writestr", full)
+    status = train_cli.main(["--resume", "--run-dir", str(run), "--total-timesteps", "256",
+                             "--no-progress"])
+    assert status == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert error.startswith("error: cannot write checkpoint ") and error.endswith(
+        ": No space left on device")
+    assert last.read_bytes() == before

@@ -164,8 +164,6 @@ def test_make_agent__search_specs():
     assert tuned.base.name == "greedy"
     verified = make_agent("search(samples=3,verify_samples=8):ev", rules, 1)
     assert verified.options == SearchOptions(samples=3, verify_samples=8)
-    nested = make_agent("search(samples=1):search(samples=1,depth=2):random", rules, 2)
-    assert nested.base.base.name == "random"
 
 
 @pytest.mark.parametrize(
@@ -424,9 +422,6 @@ def test_make_agent__search_options_over_another_base_change_the_generic_default
         SearchOptions(samples=3, depth=5)
     )
     assert make_agent("search:greedy", SkyjoRules(), 0).options == SearchOptions()
-    # a search over a search over a network: the outer base is no network
-    nested = make_agent(f"search(samples=2):search:ppo:{SHIPPED_2P}", SkyjoRules(), 0)
-    assert nested.options == SearchOptions(samples=2)
 
 
 class _CountingAgent:

@@ -21,6 +21,7 @@ from agents.ppo.checkpoint import (
     META_MEMBER,
     OPTIMIZER_MEMBER,
     POLICY_MEMBER,
+    UNCHECKED_FORMAT,
     read_metadata,
 )
 from agents.ppo.policy import load_ppo_agent
@@ -33,7 +34,8 @@ MODELS = ROOT / "models"
 #: Every shipped network, by name: the ``models/*.zip`` files.
 SHIPPED = sorted(path.stem for path in MODELS.glob("*.zip"))
 #: The keys a model card's front matter holds.
-CARD_KEYS = {"players", "features", "trained_with", "parent", "steps", "commit", "reports"}
+CARD_KEYS = {"players", "strongest", "features", "trained_with", "parent", "steps", "commit",
+             "reports"}
 
 
 def _card(name: str) -> tuple[dict, str]:
@@ -94,7 +96,8 @@ def test_shipped_model__loads_and_plays_legal_full_games(name):
 def test_shipped_model__is_weights_and_json_only(name):
     path = MODELS / f"{name}.zip"
     metadata = read_metadata(path)
-    assert metadata["format"] == CHECKPOINT_FORMAT
+    # shipped before checksums: they load unchecked (a format of its own says so)
+    assert metadata["format"] in (CHECKPOINT_FORMAT, UNCHECKED_FORMAT)
     assert set(metadata["policy"]) == {"net_arch", "activation", "features"}
     with zipfile.ZipFile(path) as archive:
         assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
@@ -121,3 +124,17 @@ def test_load_ppo_agent__acting_needs_no_optimizer_and_skips_torch_dynamo():
     imported, message = result.stdout.splitlines()
     assert imported == "False"
     assert "loaded for inference and has no optimizer ('step')" in message
+
+
+def test_model_cards__one_strongest_per_table_size_and_it_wins_most_against_ev():
+    # `ppo:best` (agents.registry.best_network) loads the card marked strongest
+    by_size: dict[int, list[tuple[float, str, bool]]] = {}
+    for name in SHIPPED:
+        front, _ = _card(name)
+        assert isinstance(front["strongest"], bool), name
+        report = next(r for r in front["reports"] if r.endswith("vs_ev.json"))
+        win_rate = json.loads((ROOT / report).read_text())["agents"][0]["win_rate"]
+        by_size.setdefault(front["players"], []).append((win_rate, name, front["strongest"]))
+    for players, cards in by_size.items():
+        assert sum(strongest for _, _, strongest in cards) == 1, (players, cards)
+        assert max(cards)[2], f"the strongest {players}-player card is not the best against ev"

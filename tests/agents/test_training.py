@@ -174,6 +174,9 @@ def test_load_ppo_agent__rejects_another_observation_layout(tiny_run, tmp_path):
             if item == "skyjo_meta.json":
                 meta = json.loads(data)
                 meta["observation_version"] = OBSERVATION_VERSION + 1
+                # an older file: one of format /3 would fail its checksum first
+                meta["format"] = "skyjo-rl-ppo/2"
+                del meta["integrity"]
                 data = json.dumps(meta).encode()
             target.writestr(item, data)
     with pytest.raises(CheckpointError, match="observation layout version"):

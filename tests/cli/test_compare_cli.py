@@ -91,7 +91,7 @@ def test_compare_networks__same_network_same_deals_differs_by_zero(capsys):
     "networks, extra, message",
     [
         (["ppo_2p.zip", "ppo_4p.zip"], [], "ppo_4p.zip was trained for other rules than"),
-        (["ppo_2p.config.yaml"], [], "is corrupt"),
+        (["ppo_2p.md"], [], "is corrupt"),
         (["no_such.zip"], [], "does not exist"),
         (["ppo_2p.zip"], ["--games", "0"], "--games must be >= 1"),
     ],

@@ -140,3 +140,32 @@ def test_train_cli__keyboard_interrupt_is_one_line_and_exit_130(tmp_path, capsys
     assert code == 130
     assert err.count("\n") == 1 and err.startswith("error: interrupted before training finished")
     assert "no checkpoint was written" in err
+
+
+def test_train_cli__default_run_ends_by_naming_the_recipe_of_the_strongest_agent(
+    tmp_path, capsys, monkeypatch
+):
+    run_dir = tmp_path / "run"
+
+    def fake_train(config, run_dir_arg, resume=False):
+        (run_dir / "checkpoints").mkdir(parents=True)
+        (run_dir / "checkpoints" / "last.zip").write_bytes(b"")
+        return _summary(run_dir, interrupted=False)
+
+    monkeypatch.setattr(train_cli, "run_training", fake_train)
+    assert train_cli.main(["--run-dir", str(run_dir), "--set", "num_players=4"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "python train.py --config configs/recipes/4p.yaml" in last
+    assert (Path(__file__).resolve().parents[2] / "configs" / "recipes" / "4p.yaml").is_file()
+
+
+@pytest.mark.parametrize("setting, fragment", [
+    ("n_envs=0", "config key 'n_envs': got 0 (int), expected an integer >= 1"),
+    ("n_env=4", "--set 'n_env=4': unknown training config key 'n_env'"),
+    ("stages.nosuch.n_epochs=2", "--set 'stages.nosuch.n_epochs=2': no stage 'nosuch'"),
+])
+def test_train_cli__bad_set_is_one_error_line_and_exit_2(capsys, no_training, setting, fragment):
+    recipe = str(Path(__file__).resolve().parents[2] / "configs" / "recipes" / "2p.yaml")
+    line = _run_failing(capsys, ["--config", recipe, "--set", setting])
+    assert fragment in line
+    assert not no_training

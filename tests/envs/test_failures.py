@@ -196,6 +196,9 @@ BAD_GYM_ACTIONS = {
     "numpy bool": (np.True_, TypeError, r"got the bool (np\.)?True"),
     "None": (None, TypeError, "got NoneType None"),
     "two ids": (np.array([1, 2]), ValueError, r"array of shape \(2,\)"),
+    "batch of one": (np.array([3]), ValueError, r"a 0-d array at most\), got an array of "
+                     r"shape \(1,\)"),
+    "column of one": (np.array([[3]]), ValueError, r"shape \(1, 1\)"),
     "float array": (np.array(3.0), TypeError, "array of dtype float64"),
     "bool array": (np.array([True]), TypeError, "array of dtype bool"),
 }
@@ -214,7 +217,7 @@ def test_single_agent__non_integer_action_is_refused_naming_it(name):
 
 
 @pytest.mark.parametrize(
-    "convert", [int, np.int64, np.int32, np.uint8, np.array, lambda a: np.array([a])]
+    "convert", [int, np.int64, np.int32, np.uint8, np.array]
 )
 def test_single_agent__integer_actions_of_any_integer_type_play_the_same(convert):
     def run(convert):
