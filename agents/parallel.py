@@ -1,7 +1,8 @@
 """Work on Ray workers: the one Ray session and the one task loop of skyjo-rl.
 
 * `ray_session`: Ray for the duration of a ``with`` block. Connects to a cluster (which
-  must answer within seconds: Ray alone retries a wrong address for minutes) or starts a
+  must answer as a Ray head within seconds, `check_reachable`: Ray alone retries a wrong
+  address, or a port that is not Ray's, for minutes) or starts a
   local Ray with ``workers`` CPUs, without its token-authentication notice
   (`quiet_token_auth_notice`), keeping the caller's SIGTERM handler; a Ray already
   running in this process is used as is and left running.
@@ -20,16 +21,18 @@ in-process paths never load it.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
 
-from skyjo_env.errors import one_line
+from skyjo_env.errors import one_line, shorten
 
 #: Seconds to wait for a cluster address to accept a connection before giving up (Ray
 #: itself retries a wrong address for minutes).
@@ -92,29 +95,76 @@ def _host_port(address: str) -> tuple[str, int]:
     host, colon, port = text.rpartition(":")
     if not colon or not host or not port.isdigit():
         raise DistributedSetupError(
-            f"Ray address {address!r} is not HOST:PORT (e.g. 10.0.0.1:6379, the address "
-            "'ray start --head' prints)"
+            f"Ray address {shorten(address, 100)!r} is not HOST:PORT (e.g. 10.0.0.1:6379, the "
+            "address 'ray start --head' prints)"
         )
     return host.strip("[]"), int(port)
 
 
-def check_reachable(address: str, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
-    """Raise `DistributedSetupError` unless ``address`` accepts a TCP connection in time.
+#: What a client sends first on an HTTP/2 connection (RFC 9113 §3.4): the preface and an
+#: empty SETTINGS frame. Ray's head (its GCS, and the Ray Client server of ``ray://``)
+#: speaks gRPC, which is HTTP/2: it answers with a SETTINGS frame of its own.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_HTTP2_FRAME_HEADER_BYTES = 9
+_HTTP2_SETTINGS = 0x4
 
-    ``auto`` (Ray's own lookup of a local cluster) is left to Ray.
+
+def check_reachable(address: str, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+    """Raise `DistributedSetupError` unless ``address`` answers as a Ray head in time.
+
+    A TCP connection is not enough: a port that listens but is not Ray's (the dashboard's
+    8265, any web server, a silent listener) makes ``ray.init`` retry for minutes. So the
+    whole check, connecting included, is bounded by ``timeout_s``: connect, send the
+    HTTP/2 connection preface, and expect the HTTP/2 SETTINGS frame a gRPC server (Ray's
+    head) answers with. ``auto`` (Ray's own lookup of a local cluster) is left to Ray, and
+    so is a head with TLS on (``RAY_USE_TLS``), which would not answer in clear text.
     """
     if address == "auto":
         return
     host, port = _host_port(address)
+    deadline = time.monotonic() + timeout_s
     try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            pass
+        with socket.create_connection((host, port), timeout=timeout_s) as connection:
+            if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+                return
+            answer = _http2_answer(connection, deadline)
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise DistributedSetupError(
-            f"cannot reach a Ray cluster at {address!r} within {timeout_s:g} s ({reason}); "
-            "start one with 'ray start --head --port=6379' and pass its HOST:PORT"
+            f"cannot reach a Ray cluster at {shorten(address, 100)!r} within {timeout_s:g} s "
+            f"({reason}); start one with 'ray start --head --port=6379' and pass its HOST:PORT"
         ) from error
+    if len(answer) < _HTTP2_FRAME_HEADER_BYTES or answer[3] != _HTTP2_SETTINGS:
+        if not answer:
+            heard = f"did not answer within {timeout_s:g} s"
+        elif answer.startswith(b"HTTP/"):
+            heard = "answers HTTP/1 (a web server, e.g. Ray's dashboard on 8265?)"
+        else:
+            heard = "answers, but not in Ray's protocol (gRPC)"
+        raise DistributedSetupError(
+            f"{shorten(address, 100)!r} is not a Ray head: it {heard}; pass the address "
+            "'ray start --head' prints (HOST:6379 by default)"
+        )
+
+
+def _http2_answer(connection: socket.socket, deadline: float) -> bytes:
+    """The first bytes (at most a frame header) a peer answers the HTTP/2 preface with,
+    by ``deadline`` (``time.monotonic``); ``b""`` when it says nothing or hangs up."""
+    connection.sendall(_HTTP2_PREFACE)
+    answer = b""
+    while len(answer) < _HTTP2_FRAME_HEADER_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        connection.settimeout(left)
+        try:
+            chunk = connection.recv(_HTTP2_FRAME_HEADER_BYTES - len(answer))
+        except (TimeoutError, ConnectionResetError):
+            break
+        if not chunk:
+            break
+        answer += chunk
+    return answer
 
 
 class _TokenAuthNoticeFilter(logging.Filter):
@@ -154,8 +204,9 @@ def ray_session(
 ) -> Iterator[Any]:
     """Ray, initialised for the duration of the ``with`` block; yields the ``ray`` module.
 
-    ``address``, when given, must accept a connection within ``connect_timeout_s`` (a
-    wrong address fails fast instead of after Ray's minutes of retries). If Ray is already
+    ``address``, when given, must answer as a Ray head within ``connect_timeout_s``
+    (`check_reachable`: a wrong address, or a port that is not Ray's, fails fast instead
+    of after Ray's minutes of retries). If Ray is already
     initialised in this process it is used as is and left running. Otherwise ``address``
     connects to that cluster (``ray.init(address=...)``), or a local Ray with
     ``workers`` CPUs (all of them when None) is started; either is shut down (the driver
@@ -201,7 +252,8 @@ def _init_ray(ray, workers: int | None, address: str | None) -> None:
                 ray.init(address=address, **quiet)
             except Exception as error:  # Ray's own errors vary by version and cause
                 raise DistributedSetupError(
-                    f"cannot connect to the Ray cluster at {address!r}: {one_line(error)}"
+                    f"cannot connect to the Ray cluster at {shorten(address, 100)!r}: "
+                    f"{one_line(error)}"
                 ) from error
         else:
             try:

@@ -186,12 +186,14 @@ def model_card(path: Path) -> dict:
     or it does not read as a mapping."""
     import yaml
 
+    from skyjo_env.core.safe_yaml import parse_yaml
+
     text = path.read_text()
     if not text.startswith("---\n"):
         return {}
     front, _, _ = text[4:].partition("\n---\n")
     try:
-        data = yaml.safe_load(front)
+        data = parse_yaml(front)  # no aliases: a card cannot expand to gigabytes
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}

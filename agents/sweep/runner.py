@@ -45,7 +45,7 @@ import shutil
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,9 @@ import optuna
 from agents.atomic import atomic_path
 from agents.sweep.space import SweepSpace, dump_yaml
 from agents.training.config import MAX_SEED, TrainConfig, TrainConfigError
+from agents.training.run_dir import RunDirError, check_writable_dir
+from skyjo_env.core.safe_yaml import show_path
+from skyjo_env.errors import one_line, shorten
 
 JOURNAL = "optuna.journal"
 STUDY_NAME = "sweep"
@@ -62,7 +65,10 @@ SUMMARY = "summary.json"
 BEST_CONFIG = "best_config.yaml"
 #: Trial states as recorded (Optuna's COMPLETE, PRUNED, FAIL; interrupted trials are FAIL).
 COMPLETE, PRUNED, FAILED, INTERRUPTED = "complete", "pruned", "failed", "interrupted"
-_ERROR_CHARS = 300
+#: The most characters of a trial's one-line error.
+ERROR_CHARS = 300
+#: The most characters of a sampled value in the summary table.
+VALUE_CHARS = 60
 
 
 class SweepError(ValueError):
@@ -155,12 +161,6 @@ def trial_seed(sweep_seed: int, number: int) -> int:
     return int(state[0]) % (MAX_SEED + 1)
 
 
-def one_line_error(error: BaseException) -> str:
-    """``Type: message`` on one line, cut to a readable length."""
-    text = " ".join(f"{type(error).__name__}: {error}".split())
-    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 3] + "..."
-
-
 def execute_trial(trial, config_data: dict[str, Any], run_dir: str, metric: str) -> dict:
     """Train one trial's config in ``run_dir`` with pruning; never raises for a failed run.
 
@@ -185,7 +185,7 @@ def execute_trial(trial, config_data: dict[str, Any], run_dir: str, metric: str)
     except (KeyboardInterrupt, WarmStartInterrupted):
         outcome.update(state=INTERRUPTED, error="interrupted before training finished")
     except Exception as error:  # a failed trial is recorded; the sweep goes on
-        outcome["error"] = one_line_error(error)
+        outcome["error"] = one_line(error, ERROR_CHARS)
     else:
         outcome["timesteps"] = summary["timesteps"]
         if hook.pruned_at is not None:
@@ -257,49 +257,44 @@ def _trial_on_worker(job: dict[str, Any]) -> dict:
 
 
 class _OnRay:
-    """Runs up to ``workers`` trials at a time as Ray tasks (one CPU each)."""
+    """Runs up to ``workers`` trials at a time as Ray tasks (one CPU each), through
+    `agents.parallel.TaskPool`."""
 
     def __init__(self, workers: int, address: str | None, common: dict[str, Any]):
         import ray  # noqa: F401 - a missing extra surfaces as ImportError, as the CLI expects
 
-        from agents.evaluation.distributed import DistributedSetupError, ray_session
+        from agents.parallel import DistributedSetupError, TaskPool, ray_session
 
-        self.workers = workers
         self.common = common
         self._session = ExitStack()  # shuts Ray down in close() if it started it
         try:
             self.ray = self._session.enter_context(ray_session(workers, address))
         except DistributedSetupError as error:
             raise SweepError(str(error)) from None
-        self.task = self.ray.remote(num_cpus=1, max_retries=0)(_trial_on_worker)
-        self.pending: dict[Any, _Job] = {}
+        self.pool = TaskPool(self.ray, _trial_on_worker, workers, max_retries=0)
 
     def has_room(self) -> bool:
-        return len(self.pending) < self.workers
+        return self.pool.has_room()
 
     def running(self) -> int:
-        return len(self.pending)
+        return len(self.pool)
 
     def submit(self, job: _Job) -> None:
         description = {**self.common, "trial_id": job.trial._trial_id, "config": job.config,
                        "run_dir": job.record.run_dir}
-        self.pending[self.task.remote(description)] = job
+        self.pool.submit(job, description)
 
     def wait_one(self) -> tuple[_Job, dict]:
-        done, _ = self.ray.wait(list(self.pending), num_returns=1)
-        job = self.pending.pop(done[0])
+        job, ref = self.pool.wait_one()
         try:
-            outcome = self.ray.get(done[0])
-        except self.ray.exceptions.RayError as error:  # the worker died (memory, a kill)
+            outcome = self.pool.result(ref)
+        except Exception as error:  # the worker died (memory, a kill), or Ray lost it
             outcome = {"state": FAILED, "score": None, "timesteps": None, "seconds": None,
-                       "error": one_line_error(error)}
+                       "error": one_line(error, ERROR_CHARS)}
         return job, outcome
 
     def cancel_all(self) -> list[_Job]:
-        for reference in self.pending:
-            self.ray.cancel(reference, force=True)
-        jobs, self.pending = list(self.pending.values()), {}
-        return jobs
+        return self.pool.cancel_all()
 
     def close(self) -> None:
         self._session.close()
@@ -342,21 +337,24 @@ def run_sweep(
         log: where one line per finished trial goes.
 
     Raises:
-        SweepError: bad ``trials``, ``workers`` or ``seed``, or ``sweep_dir`` holds a sweep;
-            with ``resume``: no sweep there, or one of another space file or seed.
+        SweepError: bad ``trials``, ``workers`` or ``seed``; ``sweep_dir`` is a file, cannot
+            be created or written, or holds a sweep; with ``resume``: no sweep there, one
+            of another space file or seed, or a damaged summary or journal
+            (`_resumed_study`). Nothing on disk is changed then.
     """
     for name, value, low in (("trials", trials, 1), ("workers", workers, 1), ("seed", seed, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise SweepError(f"{name}: got {value!r}, expected an integer >= {low}")
     sweep_dir = Path(sweep_dir)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if sweep_dir.exists() or not resume:  # a missing one is "no sweep" to --resume
+        _check_sweep_dir(sweep_dir)
     if resume:
         study, records = _resumed_study(space, sweep_dir, seed, log)
     else:
         if (sweep_dir / JOURNAL).exists() or (sweep_dir / SUMMARY).exists():
-            raise SweepError(f"sweep directory {str(sweep_dir)!r} already holds a sweep; "
+            raise SweepError(f"sweep directory {show_path(sweep_dir)} already holds a sweep; "
                              "choose another --sweep-dir, or continue it with --resume")
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(space.path, sweep_dir / "space.yaml")
         study = optuna.create_study(
             study_name=STUDY_NAME, storage=_storage(sweep_dir / JOURNAL),
@@ -402,6 +400,18 @@ def run_sweep(
     return _write_summary(sweep_dir, space, records, seed, trials, workers, stopping)
 
 
+def _check_sweep_dir(sweep_dir: Path) -> None:
+    """Create ``sweep_dir`` if needed and check that it is a writable directory.
+
+    Raises:
+        SweepError: It (or a parent) is a file, or it cannot be created or written.
+    """
+    try:
+        check_writable_dir(sweep_dir, "sweep directory", "--sweep-dir")
+    except RunDirError as error:
+        raise SweepError(str(error)) from None
+
+
 def _resumed_study(space: SweepSpace, sweep_dir: Path, seed: int,
                    log: Callable[[str], None]) -> tuple[Any, list[TrialRecord]]:
     """The study of a stopped sweep and its trials so far, checked against this call.
@@ -413,24 +423,30 @@ def _resumed_study(space: SweepSpace, sweep_dir: Path, seed: int,
     trials so far, so it does not replay the first trials' random draws.
 
     Raises:
-        SweepError: no sweep in ``sweep_dir``, or one started with another space file or
-            seed.
+        SweepError: no sweep in ``sweep_dir``, one started with another space file or
+            seed, a damaged summary (`_read_summary`) or journal (`_check_journal`), or a
+            journal Optuna cannot load. Nothing on disk is changed then.
     """
     journal, summary_path = sweep_dir / JOURNAL, sweep_dir / SUMMARY
     if not journal.is_file():
-        raise SweepError(f"--resume: sweep directory {str(sweep_dir)!r} holds no sweep "
+        raise SweepError(f"--resume: sweep directory {show_path(sweep_dir)} holds no sweep "
                          f"({JOURNAL} is missing); start one without --resume")
     saved_space = sweep_dir / "space.yaml"
     if not saved_space.is_file() or saved_space.read_bytes() != Path(space.path).read_bytes():
-        raise SweepError(f"--resume: {str(space.path)!r} is not the space file the sweep in "
-                         f"{str(sweep_dir)!r} was started with; resume with --space "
-                         f"{saved_space}")
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+        raise SweepError(f"--resume: {show_path(space.path)} is not the space file the sweep "
+                         f"in {show_path(sweep_dir)} was started with; resume with --space "
+                         f"{show_path(saved_space)}")
+    summary = _read_summary(summary_path)
     if summary.get("seed", seed) != seed:
-        raise SweepError(f"--resume: the sweep in {str(sweep_dir)!r} was started with --seed "
-                         f"{summary['seed']}, not {seed}")
+        raise SweepError(f"--resume: the sweep in {show_path(sweep_dir)} was started with "
+                         f"--seed {summary['seed']}, not {seed}")
+    _check_journal(journal)
     storage = _storage(journal)
-    done = len(optuna.load_study(study_name=STUDY_NAME, storage=storage).trials)
+    try:
+        done = len(optuna.load_study(study_name=STUDY_NAME, storage=storage).trials)
+    except Exception as error:  # Optuna's own errors on a journal of valid JSON lines
+        raise SweepError(f"--resume: {show_path(journal)} does not hold a sweep Optuna can "
+                         f"load ({one_line(error, 200)}); nothing was changed") from None
     sampler_seed = int(np.random.SeedSequence([seed, done, 1]).generate_state(1)[0])
     study = optuna.load_study(
         study_name=STUDY_NAME, storage=storage, pruner=build_pruner(space.pruner),
@@ -450,6 +466,82 @@ def _resumed_study(space: SweepSpace, sweep_dir: Path, seed: int,
         records.append(record)
     log(f"resuming the sweep in {sweep_dir}: {len(records)} trials so far")
     return study, records
+
+
+#: TrialRecord fields a summary's trial must have, and their types.
+_RECORD_TYPES = {"number": int, "state": str, "params": dict, "seed": int, "run_dir": str}
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    """The summary.json of a sweep to resume (``{}`` when there is none), checked.
+
+    Raises:
+        SweepError: it cannot be read, is not JSON, or does not hold a summary (a mapping
+            with an int ``seed`` and ``trials`` records), in one line naming the file.
+    """
+    if not path.exists():
+        return {}
+    where = f"--resume: {show_path(path)}"
+    advice = (f"move it away to resume from {JOURNAL} alone (trials' errors and step "
+              "counts are then not listed)")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise SweepError(f"{where} is damaged ({one_line(error, 120)}); {advice}") from None
+    problem = _summary_problem(summary)
+    if problem is not None:
+        raise SweepError(f"{where} is not a sweep summary ({problem}); {advice}")
+    return summary
+
+
+def _summary_problem(summary: Any) -> str | None:
+    """What is wrong with a parsed summary.json, or None."""
+    if not isinstance(summary, dict):
+        return f"a {type(summary).__name__}, not a mapping"
+    if "seed" in summary and (type(summary["seed"]) is not int):
+        return "its seed is not an integer"
+    trials = summary.get("trials", [])
+    if not isinstance(trials, list):
+        return "its trials are not a list"
+    known = {f.name for f in fields(TrialRecord)}
+    for index, record in enumerate(trials):
+        if not isinstance(record, dict) or not set(record) <= known or any(
+            type(record.get(key)) is not kind for key, kind in _RECORD_TYPES.items()
+        ):
+            return f"trial entry {index} is not a trial record"
+    return None
+
+
+def _check_journal(journal: Path) -> None:
+    """Refuse an Optuna journal that is not whole: every line one JSON record, the last
+    one ended. A sweep killed mid-write leaves its last record cut short; Optuna skips it
+    when it reads, but would append the next record to the same line and so make the
+    journal unreadable for good.
+
+    Raises:
+        SweepError: a line is not a JSON record, or the last one is cut short (the message
+            says where to cut the file, after keeping a copy).
+    """
+    where = f"--resume: {show_path(journal)}"
+    try:
+        data = journal.read_bytes()
+    except OSError as error:
+        raise SweepError(f"{where} cannot be read: {error.strerror or error}") from None
+    offset = 0
+    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            if not line.endswith(b"\n"):
+                raise SweepError(
+                    f"{where} ends with a record cut short (line {number}: the sweep stopped "
+                    f"while writing it); keep a copy, then cut it off to resume: truncate -s "
+                    f"{offset} {shorten(str(journal), 120)}")
+            raise SweepError(f"{where} line {number} is not a journal record: the journal is "
+                             "damaged and the sweep cannot be resumed; start a new one")
+        offset += len(line)
 
 
 def _record_from_journal(space: SweepSpace, trial, sweep_dir: Path, seed: int) -> TrialRecord:
@@ -483,7 +575,7 @@ def _new_trial(study, distributions, space: SweepSpace, sweep_dir: Path, seed: i
     try:
         config = space.trial_config(values, record.seed).to_dict()
     except TrainConfigError as error:
-        record.state, record.error = FAILED, one_line_error(error)
+        record.state, record.error = FAILED, one_line(error, ERROR_CHARS)
         config = {}
     record.seed = config.get("seed", record.seed)
     return _Job(trial, record, config)
@@ -563,6 +655,8 @@ def format_summary(result: SweepResult) -> str:
 
 
 def _short(value: Any) -> str:
+    """A sampled value for the summary table, at most `VALUE_CHARS` characters."""
     if isinstance(value, float):
         return f"{value:.4g}"
-    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+    return shorten(json.dumps(value) if isinstance(value, (list, dict)) else str(value),
+                   VALUE_CHARS)

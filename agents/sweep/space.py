@@ -38,6 +38,8 @@ import yaml
 from pydantic import ValidationError
 
 from agents.training.config import TrainConfig, TrainConfigError, allowed_values, read_config_file
+from skyjo_env.core.safe_yaml import show_path
+from skyjo_env.errors import shorten
 
 SPACE_KEYS = ("base_config", "base", "objective", "pruner", "params")
 METRICS = ("best_score", "final_score")
@@ -55,11 +57,20 @@ PRUNER_KEYS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The most characters of a value (or key) that a message repeats.
+VALUE_CHARS = 80
+
+
 class SweepSpaceError(ValueError):
     """A bad sweep space: one line naming the file and the key."""
 
     def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))  # always one line
+        super().__init__(shorten(str(message), 2000))  # always one line, bounded
+
+
+def _show(value: Any) -> str:
+    """``repr(value)`` for a message, at most `VALUE_CHARS` characters."""
+    return shorten(repr(value), VALUE_CHARS)
 
 
 @dataclass(frozen=True)
@@ -157,7 +168,7 @@ def load_sweep_space(path: str | Path) -> SweepSpace:
         data = read_config_file(path)
     except TrainConfigError as error:
         raise SweepSpaceError(str(error).replace("training config", "sweep space", 1)) from None
-    where = f"sweep space {str(path)!r}"
+    where = f"sweep space {show_path(path)}"
     _refuse_unknown(data, SPACE_KEYS, where, "key")
     base = _read_base(data, path, where)
     objective = _mapping(data.get("objective", {}), f"{where} key 'objective'")
@@ -185,8 +196,8 @@ def _read_base(data: dict[str, Any], path: Path, where: str) -> dict[str, Any]:
     if data.get("base_config") is not None:
         name = data["base_config"]
         if not isinstance(name, str) or not name:
-            raise SweepSpaceError(f"{where} key 'base_config': got {name!r}, expected the path "
-                                  "of a training config YAML file (relative to the space file)")
+            raise SweepSpaceError(f"{where} key 'base_config': got {_show(name)}, expected the "
+                                  "path of a training config YAML file (relative to the space file)")
         try:
             base = read_config_file(path.parent / name)
         except TrainConfigError as error:
@@ -206,9 +217,9 @@ def _read_pruner(spec: Any, where: str) -> dict[str, Any]:
     for key, value in options.items():
         name = f"{where} key 'pruner.{key}'"
         if kind == "median" and not _is_int(value, minimum=0):
-            raise SweepSpaceError(f"{name}: got {value!r}, expected an integer >= 0")
+            raise SweepSpaceError(f"{name}: got {_show(value)}, expected an integer >= 0")
         if kind == "threshold" and value is not None and not _is_number(value):
-            raise SweepSpaceError(f"{name}: got {value!r}, expected a number")
+            raise SweepSpaceError(f"{name}: got {_show(value)}, expected a number")
     if kind == "threshold" and options["lower"] is None and options["upper"] is None:
         raise SweepSpaceError(f"{where} key 'pruner': a threshold pruner needs 'lower' or "
                               "'upper' (the score a trial must stay within)")
@@ -221,7 +232,7 @@ def _read_param(name: Any, spec: Any, base: dict[str, Any], where: str,
     if name not in known:
         close = difflib.get_close_matches(str(name), known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise SweepSpaceError(f"{where} key 'params': unknown TrainConfig key {name!r}{hint}; "
+        raise SweepSpaceError(f"{where} key 'params': unknown TrainConfig key {_show(name)}{hint}; "
                               f"known keys: {', '.join(known)}")
     key = f"{where} key 'params.{name}'"
     spec = _mapping(spec, key)
@@ -231,8 +242,14 @@ def _read_param(name: Any, spec: Any, base: dict[str, Any], where: str,
     if kind == "categorical":
         choices = spec.get("choices")
         if not isinstance(choices, list) or not choices:
-            raise SweepSpaceError(f"{where} key 'params.{name}.choices': got {choices!r}, "
+            raise SweepSpaceError(f"{where} key 'params.{name}.choices': got {_show(choices)}, "
                                   "expected a non-empty list of values")
+        for index, choice in enumerate(choices):
+            if not _is_plain(choice):
+                raise SweepSpaceError(
+                    f"{where} key 'params.{name}.choices[{index}]': got a "
+                    f"{type(choice).__name__}, expected plain data (a number, string, "
+                    "boolean, null, or a list or mapping of them)")
         param = ParamSpace(name, kind, choices=tuple(choices))
         if len(set(param_labels := param.labels())) != len(param_labels):
             raise SweepSpaceError(f"{where} key 'params.{name}.choices': a choice is repeated")
@@ -242,7 +259,7 @@ def _read_param(name: Any, spec: Any, base: dict[str, Any], where: str,
         return param
     if annotation not in (int, float) or (kind == "float" and annotation is int):
         expected = "int" if annotation is int else "categorical"
-        raise SweepSpaceError(f"{key}: a {kind} distribution does not suit {name!r} "
+        raise SweepSpaceError(f"{key}: a {kind} distribution does not suit {_show(name)} "
                               f"({allowed_values(name)}); use type {expected}")
     return _read_range(name, kind, spec, base, where, swept)
 
@@ -254,21 +271,22 @@ def _read_range(name: str, kind: str, spec: dict[str, Any], base: dict[str, Any]
     for bound in ("low", "high"):
         if not check(spec.get(bound)):
             raise SweepSpaceError(f"{where} key 'params.{name}.{bound}': got "
-                                  f"{spec.get(bound)!r}, expected {words}")
+                                  f"{_show(spec.get(bound))}, expected {words}")
     low, high = spec["low"], spec["high"]
     if low > high:
-        raise SweepSpaceError(f"{where} key 'params.{name}': low {low!r} is above high {high!r}")
+        raise SweepSpaceError(f"{where} key 'params.{name}': low {_show(low)} is above high "
+                              f"{_show(high)}")
     log = spec.get("log", False)
     if not isinstance(log, bool):
-        raise SweepSpaceError(f"{where} key 'params.{name}.log': got {log!r}, expected true "
+        raise SweepSpaceError(f"{where} key 'params.{name}.log': got {_show(log)}, expected true "
                               "or false")
     if log and low <= 0:
-        raise SweepSpaceError(f"{where} key 'params.{name}.low': got {low!r}, a log "
+        raise SweepSpaceError(f"{where} key 'params.{name}.low': got {_show(low)}, a log "
                               "distribution needs low > 0")
     step = spec.get("step")
     if step is not None:
         if not check(step) or step <= 0:
-            raise SweepSpaceError(f"{where} key 'params.{name}.step': got {step!r}, expected "
+            raise SweepSpaceError(f"{where} key 'params.{name}.step': got {_show(step)}, expected "
                                   f"{'an integer' if kind == 'int' else 'a number'} > 0")
         if log and (kind == "float" or step != 1):
             raise SweepSpaceError(f"{where} key 'params.{name}': log and step do not go "
@@ -294,11 +312,11 @@ def _check_value(name: str, value: Any, base: dict[str, Any], swept: set[str], k
         own = [p for p in error.errors() if p["loc"] and p["loc"][0] == name]
         if own:
             reason = f" ({own[0]['ctx']['error']})" if own[0]["type"] == "value_error" else ""
-            raise SweepSpaceError(f"{key}: got {value!r}, expected {allowed_values(name)}"
+            raise SweepSpaceError(f"{key}: got {_show(value)}, expected {allowed_values(name)}"
                                   f"{reason}") from None
         if not problem["loc"] and swept == {name}:
             reason = problem.get("ctx", {}).get("error", problem["msg"])
-            raise SweepSpaceError(f"{key}: got {value!r}, which the base config refuses: "
+            raise SweepSpaceError(f"{key}: got {_show(value)}, which the base config refuses: "
                                   f"{reason}") from None
 
 
@@ -306,14 +324,14 @@ def _mapping(value: Any, key: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise SweepSpaceError(f"{key}: got {value!r} ({type(value).__name__}), expected a "
+        raise SweepSpaceError(f"{key}: got {_show(value)} ({type(value).__name__}), expected a "
                               "mapping of key: value")
     return value
 
 
 def _one_of(value: Any, allowed: tuple[str, ...], key: str) -> str:
     if value not in allowed:
-        raise SweepSpaceError(f"{key}: got {value!r}, expected one of "
+        raise SweepSpaceError(f"{key}: got {_show(value)}, expected one of "
                               f"{', '.join(map(repr, allowed))}")
     return value
 
@@ -323,12 +341,23 @@ def _refuse_unknown(data: dict[str, Any], known: tuple[str, ...], where: str, wh
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise SweepSpaceError(f"{where}: unknown {what} {key!r}{hint}; known: "
+            raise SweepSpaceError(f"{where}: unknown {what} {_show(key)}{hint}; known: "
                                   f"{', '.join(known) or 'none'}")
 
 
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether ``value`` is JSON-like data (what a choice label is made of)."""
+    if _is_scalar(value):
+        return True
+    if isinstance(value, list):
+        return all(_is_plain(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+    return False
 
 
 def _is_int(value: Any, minimum: int | None = None) -> bool:

@@ -29,9 +29,30 @@ from pydantic import (
     model_validator,
 )
 
+from agents.evaluation.games import MAX_RECORDS_BYTES, max_games
 from agents.ppo.architecture import FEATURES, Activation, Features
+from agents.ppo.checkpoint import (
+    MAX_LAYER_WIDTH,
+    MAX_LAYERS,
+    MAX_NETWORK_PARAMETERS,
+    network_parameter_count,
+)
 from agents.registry import AgentSpecError, search_options_text
+from agents.training.budgets import (
+    MAX_DATA_GAMES,
+    MAX_EPOCHS,
+    MAX_SNAPSHOTS,
+    MAX_TIMESTEPS,
+    MAX_TORCH_THREADS,
+    MAX_TRAINING_BYTES,
+    MAX_WARMUP_ROLLOUTS,
+    game_state_bytes,
+    gib,
+    rollout_bytes,
+)
 from skyjo_env.core.rules import SkyjoRules, available_presets, load_rules, read_yaml_mapping
+from skyjo_env.core.safe_yaml import parse_yaml, show_path
+from skyjo_env.errors import shorten
 
 OpponentKind = Literal["random", "greedy", "ev", "self"]
 
@@ -43,6 +64,11 @@ MAX_SEED = 2**31 - 1
 
 #: Most Ray workers for data generation (a bound against typos, not a Ray limit).
 MAX_DATA_WORKERS = 1024
+
+#: The most characters of a value (or an unknown key) that a message repeats.
+VALUE_CHARS = 80
+#: The most characters of a `TrainConfigError` message.
+MESSAGE_CHARS = 2000
 
 _SPEC_FORMS = "random, greedy, ev, package.module:Class or ppo:PATH"
 
@@ -65,7 +91,7 @@ class TrainConfigError(ValueError):
     """A bad training config: a one-line message naming the key, the value and what is allowed."""
 
     def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))  # always one line
+        super().__init__(shorten(str(message), MESSAGE_CHARS))  # always one line, bounded
 
 
 class TrainConfig(BaseModel):
@@ -90,17 +116,18 @@ class TrainConfig(BaseModel):
     """Rules preset name (configs/rules/) or path to a rules YAML file."""
     num_players: int = Field(2, ge=2)
     """Seats at the table (overrides the preset's num_players)."""
-    total_timesteps: int = Field(3_000_000, ge=1)
+    total_timesteps: int = Field(3_000_000, ge=1, le=MAX_TIMESTEPS)
     """Learner decisions to train for."""
     seed: int = Field(0, ge=0, le=MAX_SEED)
     """Master seed: games, learner seats, opponents, network initialisation."""
     n_envs: int = Field(256, ge=1)
-    """Games stepped together in the batched VecEnv."""
+    """Games stepped together in the batched VecEnv (with the rollout, at most
+    `agents.training.budgets.MAX_TRAINING_BYTES` of memory: `rollout_bytes`)."""
     n_steps: int = Field(64, ge=1)
-    """Steps per env per rollout (rollout size = n_envs * n_steps)."""
+    """Steps per env per rollout (rollout size = n_envs * n_steps; see ``n_envs``)."""
     batch_size: int = Field(8192, ge=1)
     """Minibatch size for the PPO update."""
-    n_epochs: int = Field(2, ge=1)
+    n_epochs: int = Field(2, ge=1, le=MAX_EPOCHS)
     """Passes over each rollout."""
     learning_rate: float = Field(5e-4, gt=0)
     """Adam step size, decayed linearly to learning_rate_final."""
@@ -119,10 +146,13 @@ class TrainConfig(BaseModel):
     """Value loss weight."""
     max_grad_norm: float = Field(0.5, gt=0)
     """Gradient clipping."""
-    net_arch: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [128, 128], min_length=1
+    net_arch: list[Annotated[int, Field(ge=1, le=MAX_LAYER_WIDTH)]] = Field(
+        default_factory=lambda: [128, 128], min_length=1, max_length=MAX_LAYERS
     )
-    """Hidden layer sizes of the policy and value networks (separate networks)."""
+    """Hidden layer sizes of the policy and value networks (separate networks): what a
+    checkpoint may describe (`agents.ppo.checkpoint.MAX_LAYERS` layers of at most
+    ``MAX_LAYER_WIDTH`` units, at most `agents.ppo.checkpoint.MAX_NETWORK_PARAMETERS`
+    parameters for the rules)."""
     activation: Activation = "relu"
     """Hidden activation: relu or tanh (relu is much cheaper on a CPU)."""
     features: Features = "grid"
@@ -132,13 +162,13 @@ class TrainConfig(BaseModel):
     ``grid_feeding_waits`` (also the chances that unseen cards clear own lines) or
     ``grid_feeding_waits_risk`` (also how the round and game would end now, per seat:
     `RiskFeatures`)."""
-    torch_threads: int = Field(1, ge=1)
+    torch_threads: int = Field(1, ge=1, le=MAX_TORCH_THREADS)
     """torch intra-op threads (1 is fastest on small shared machines)."""
     opponent_mix: dict[OpponentKind, Annotated[float, Field(ge=0)]] = Field(
         default_factory=lambda: {"random": 0.1, "greedy": 0.3, "ev": 0.3, "self": 0.3}
     )
     """Probability of each opponent kind per game and seat (random, greedy, ev, self)."""
-    max_snapshots: int = Field(8, ge=1)
+    max_snapshots: int = Field(8, ge=1, le=MAX_SNAPSHOTS)
     """Most frozen learner snapshots kept in the opponent pool (oldest dropped)."""
     snapshot_min_score: float = Field(0.3, ge=0, le=1)
     """Evaluation score (mean win rate vs eval_opponents) a new best must reach before it
@@ -157,9 +187,9 @@ class TrainConfig(BaseModel):
     imitation_teacher: str = Field("ev", min_length=1)
     """Agent spec whose moves the policy clones before PPO (see `agents.training.imitation`);
     not used with ``init_from``."""
-    imitation_games: int = Field(3000, ge=0)
+    imitation_games: int = Field(3000, ge=0, le=MAX_DATA_GAMES)
     """Full teacher self-play games recorded for the warm start (0 = start from scratch)."""
-    imitation_epochs: int = Field(4, ge=1)
+    imitation_epochs: int = Field(4, ge=1, le=MAX_EPOCHS)
     """Passes over the recorded decisions."""
     data_workers: int = Field(0, ge=0, le=MAX_DATA_WORKERS)
     """Workers generating the warm start's demonstrations and expert iteration's search
@@ -171,10 +201,10 @@ class TrainConfig(BaseModel):
     ray_address: str | None = Field(None, min_length=1)
     """Ray cluster the data workers join (``auto``, ``ray://host:10001``); null starts a
     local Ray. Only with ``data_workers`` >= 1."""
-    value_warmup_rollouts: int = Field(3, ge=0)
+    value_warmup_rollouts: int = Field(3, ge=0, le=MAX_WARMUP_ROLLOUTS)
     """After the warm start, rollouts during which only the value network learns, so the
     first policy updates use sensible advantages instead of a random critic's."""
-    expert_interval: int = Field(0, ge=0)
+    expert_interval: int = Field(0, ge=0, le=MAX_TIMESTEPS)
     """Learner decisions between expert-iteration steps (0 = none). Each step, the search
     ``expert_search`` over the current policy plays ``expert_games`` self-play games; the
     actor is fitted to the searched moves (and with ``expert_value_fit`` the critic to the
@@ -189,10 +219,10 @@ class TrainConfig(BaseModel):
     any network); the base is the current policy. The
     default is the critic search that expert iteration was first measured with
     (docs/results.md); ``PPO_SEARCH``'s retest makes a stronger but slower teacher."""
-    expert_games: int = Field(64, ge=1)
+    expert_games: int = Field(64, ge=1, le=MAX_DATA_GAMES)
     """Self-play games of the search per expert-iteration step (played by ``data_workers``
     like the warm start's)."""
-    expert_epochs: int = Field(2, ge=1)
+    expert_epochs: int = Field(2, ge=1, le=MAX_EPOCHS)
     """Passes over each expert-iteration step's decisions."""
     expert_anchor: float = Field(0.5, ge=0, lt=1)
     """Weight of the policy's own action probabilities in the fit's targets, the rest on the
@@ -211,17 +241,18 @@ class TrainConfig(BaseModel):
     (docs/results.md); PPO keeps training it anyway."""
     expert_learning_rate: float = Field(1e-4, gt=0)
     """Adam step size of the expert-iteration fit (its own optimizer; PPO's is untouched)."""
-    eval_interval: int = Field(500_000, ge=0)
+    eval_interval: int = Field(500_000, ge=0, le=MAX_TIMESTEPS)
     """Learner decisions between evaluations (0 = only at the end)."""
     eval_games: int = Field(400, ge=1)
-    """Full games per baseline in each evaluation (duplicated deals, seats rotated)."""
+    """Full games per baseline in each evaluation (duplicated deals, seats rotated); at
+    most what one tournament may play at this table (`agents.evaluation.games.max_games`)."""
     eval_opponents: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=lambda: ["greedy", "ev"], min_length=1
     )
     """Agent specs evaluated against (all seats but the learner's). At least one: every
     run evaluates at least at the end, and best.zip and the pool's snapshots follow the
     evaluation score."""
-    checkpoint_interval: int = Field(250_000, ge=1)
+    checkpoint_interval: int = Field(250_000, ge=1, le=MAX_TIMESTEPS)
     """Learner decisions between checkpoints."""
     progress: bool = True
     """Show a progress bar."""
@@ -275,7 +306,7 @@ class TrainConfig(BaseModel):
         repeated = sorted({s for s in specs if specs.count(s) > 1})
         if repeated:
             # results are keyed by spec: a repeat would be played and then overwritten
-            raise ValueError(f"{', '.join(map(repr, repeated))} repeated")
+            raise ValueError(f"{shorten(', '.join(map(repr, repeated)), VALUE_CHARS)} repeated")
         return specs
 
     @model_validator(mode="after")
@@ -301,8 +332,42 @@ class TrainConfig(BaseModel):
                 "ray_address: null"
             )
         self._rules = self._load_rules()
+        self._check_budgets(self._rules)
         self._stage_list = _build_stages(self) if self.stages else None
         return self
+
+    def _check_budgets(self, rules: SkyjoRules) -> None:
+        """Refuse what the run would only fail at later: an evaluation above its cap, a
+        network a checkpoint may not hold, games and a rollout too big to allocate
+        (`agents.training.budgets`)."""
+        most_games = max_games(rules.num_players)
+        if self.eval_games > most_games:
+            raise TrainConfigError(
+                f"config key 'eval_games': got {_show(self.eval_games)}, expected at most "
+                f"{most_games} for {rules.num_players} players (an evaluation's records are "
+                f"capped at {gib(MAX_RECORDS_BYTES)})"
+            )
+        parameters = network_parameter_count(self.net_arch, rules)
+        if parameters > MAX_NETWORK_PARAMETERS:
+            raise TrainConfigError(
+                f"config key 'net_arch': got {_show(self.net_arch)}, a network of about "
+                f"{parameters:,} parameters for these rules; at most "
+                f"{MAX_NETWORK_PARAMETERS:,} (what a checkpoint may hold)"
+            )
+        games = self.n_envs * game_state_bytes(rules)
+        if games > MAX_TRAINING_BYTES:
+            raise TrainConfigError(
+                f"config key 'n_envs': got {_show(self.n_envs)}, games taking about "
+                f"{gib(games)} of memory; at most {gib(MAX_TRAINING_BYTES)} for the games "
+                "and rollout (agents.training.budgets.MAX_TRAINING_BYTES)"
+            )
+        needed = rollout_bytes(self.n_envs, self.n_steps, rules)
+        if needed > MAX_TRAINING_BYTES:
+            raise TrainConfigError(
+                f"config keys 'n_envs' and 'n_steps': got {self.n_envs} * {self.n_steps}, "
+                f"games and a rollout taking about {gib(needed)} of memory; at most "
+                f"{gib(MAX_TRAINING_BYTES)} (agents.training.budgets.MAX_TRAINING_BYTES)"
+            )
 
     def stage_configs(self) -> list[TrainConfig]:
         """The config of each stage, in order: this config updated with the stage's keys
@@ -345,7 +410,7 @@ class TrainConfig(BaseModel):
         except ValueError as error:
             raise TrainConfigError(
                 f"config key 'num_players': got {self.num_players} for rules "
-                f"{self.rules!r}: {error}"
+                f"{_quote(self.rules)}: {error}"
             ) from error
 
     def policy_architecture(self) -> dict[str, Any]:
@@ -419,10 +484,10 @@ def _read_chain(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
     where = Path(path)
     if where.resolve() in [p.resolve() for p in including]:
         chain = " -> ".join(str(p) for p in (*including, where))
-        raise TrainConfigError(f"training config {str(where)!r} extends itself: {chain}")
+        raise TrainConfigError(f"training config {show_path(where)} extends itself: {chain}")
     if len(including) >= MAX_EXTENDS_DEPTH:
         raise TrainConfigError(
-            f"training config {str(where)!r}: the extends chain holds more than "
+            f"training config {show_path(where)}: the extends chain holds more than "
             f"{MAX_EXTENDS_DEPTH} files"
         )
     data = read_config_file(where)
@@ -431,14 +496,14 @@ def _read_chain(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
         return data
     if not isinstance(base_name, str) or not base_name.strip():
         raise TrainConfigError(
-            f"training config {str(where)!r}: key 'extends': got {_show(base_name)}, expected "
+            f"training config {show_path(where)}: key 'extends': got {_show(base_name)}, expected "
             "the path of another training config, relative to this file"
         )
     base_path = where.parent / base_name
     if not base_path.is_file():
         raise TrainConfigError(
-            f"training config {str(where)!r}: extends {base_name!r}, which is not a file "
-            f"({str(base_path)!r})"
+            f"training config {show_path(where)}: extends {_quote(base_name)}, which is not a file "
+            f"({show_path(base_path)})"
         )
     return merge_config_data(_read_chain(base_path, (*including, where)), data)
 
@@ -482,13 +547,15 @@ def apply_setting(data: dict[str, Any], setting: str) -> None:
     key = key.strip()
     if not equals or not key:
         raise TrainConfigError(
-            f"--set {setting!r}: expected KEY=VALUE, e.g. learning_rate=0.0003, "
+            f"--set {_quote(setting)}: expected KEY=VALUE, e.g. learning_rate=0.0003, "
             "opponent_mix.ev=0.5 or stages.finetune.total_timesteps=2000000"
         )
     try:
-        value = yaml.safe_load(text)
+        value = parse_yaml(text)  # as a config file's values: no aliases, dates as text
     except yaml.YAMLError as error:
-        raise TrainConfigError(f"--set {setting!r}: the value is not YAML ({error})") from None
+        problem = getattr(error, "problem", None) or error
+        raise TrainConfigError(f"--set {_quote(setting)}: the value is not "
+                               f"YAML ({problem})") from None
     if isinstance(value, str) and _EXPONENT_NUMBER.match(value):
         value = float(value)  # YAML 1.1 reads 3e-4 (no dot) as a string
     path = key.split(".")
@@ -511,14 +578,14 @@ def _set_path(target: dict[str, Any], path: list[str], value: Any, fallback: dic
     try:
         _refuse_unknown_keys({path[0]: None})
     except TrainConfigError as error:
-        raise TrainConfigError(f"--set {setting!r}: {error}") from None
+        raise TrainConfigError(f"--set {_quote(setting)}: {error}") from None
     for depth, part in enumerate(path[:-1]):
         current = target.get(part, fallback.get(part) if depth == 0 else None)
         if current is None:
             current = {}
         if not isinstance(current, dict):
             raise TrainConfigError(
-                f"--set {setting!r}: {'.'.join(path[: depth + 1])} is not a mapping"
+                f"--set {_quote(setting)}: {'.'.join(path[: depth + 1])} is not a mapping"
             )
         target[part] = dict(current)
         target = target[part]
@@ -529,13 +596,14 @@ def _stage_to_set(data: dict[str, Any], which: str, setting: str) -> dict[str, A
     """The stage of ``data`` that ``stages.WHICH`` names (by name, or number from 1)."""
     stages = data.get("stages")
     if not isinstance(stages, list) or not stages:
-        raise TrainConfigError(f"--set {setting!r}: the config has no stages")
+        raise TrainConfigError(f"--set {_quote(setting)}: the config has no stages")
     for index, stage in enumerate(stages):
         if isinstance(stage, dict) and (stage.get(STAGE_NAME) == which or str(index + 1) == which):
             stages[index] = dict(stage)
             return stages[index]
     names = ", ".join(stage_label(i, s) for i, s in enumerate(stages))
-    raise TrainConfigError(f"--set {setting!r}: no stage {which!r}; the stages are {names}")
+    raise TrainConfigError(f"--set {_quote(setting)}: no stage {_quote(which)}; the stages "
+                           f"are {shorten(str(names), 400)}")
 
 
 def _stage_base(data: dict[str, Any]) -> dict[str, Any]:
@@ -552,7 +620,7 @@ def stage_label(index: int, stage: Any, quoted: bool = True) -> str:
     name = stage.get(STAGE_NAME) if isinstance(stage, dict) else None
     if not quoted:
         return name if isinstance(name, str) and name else f"stage {index + 1}"
-    return f"stage {index + 1}" + (f" ({name!r})" if isinstance(name, str) and name else "")
+    return f"stage {index + 1}" + (f" ({_quote(name)})" if isinstance(name, str) and name else "")
 
 
 def _build_stages(config: TrainConfig) -> list[TrainConfig]:
@@ -596,7 +664,8 @@ def _stage_changes(stage: Any, index: int, label: str, seen: set[str]) -> dict[s
                 "is not a number"
             )
         if name in seen:
-            raise TrainConfigError(f"{label}: key 'name': {name!r} names an earlier stage too")
+            raise TrainConfigError(
+                f"{label}: key 'name': {_quote(name)} names an earlier stage too")
         seen.add(name)
     changes = {key: value for key, value in stage.items() if key != STAGE_NAME}
     if not changes:
@@ -629,7 +698,7 @@ def _check_growth(before: TrainConfig, after: TrainConfig, label: str) -> None:
     old, new = before.net_arch, after.net_arch
     if len(new) != len(old) or any(n < o for n, o in zip(new, old, strict=True)):
         raise TrainConfigError(
-            f"{label}: config key 'net_arch': got {new!r}, which the previous stage's "
+            f"{label}: config key 'net_arch': got {_quote(new)}, which the previous stage's "
             f"{old!r} cannot grow into (layers only widen: as many layers, none narrower)"
         )
     if after.activation != before.activation:
@@ -650,23 +719,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
     Raises:
         TrainConfigError: the path is missing or a directory, the file cannot be read or
-            decoded, is not valid YAML (the message gives line and column) or holds no
-            mapping.
+            decoded, is larger than `skyjo_env.core.safe_yaml.MAX_YAML_BYTES`, is not
+            valid YAML or uses anchors, aliases or non-plain tags (the message gives line
+            and column), or holds no mapping.
     """
-    if path.is_dir():
-        raise TrainConfigError(f"training config {str(path)!r} is a directory, not a YAML file")
     try:
         return read_yaml_mapping(path, "training config", "key: value")
-    except (OSError, UnicodeDecodeError) as error:
-        raise TrainConfigError(f"training config {str(path)!r} cannot be read: {error}") from None
-    except ValueError as error:
-        cause = error.__cause__
-        if isinstance(cause, yaml.MarkedYAMLError) and cause.problem_mark is not None:
-            mark = cause.problem_mark
-            raise TrainConfigError(
-                f"training config {str(path)!r} is not valid YAML: {cause.problem} "
-                f"(line {mark.line + 1}, column {mark.column + 1})"
-            ) from None
+    except ValueError as error:  # one line, from `skyjo_env.core.safe_yaml.load_yaml_file`
         raise TrainConfigError(str(error)) from None
 
 
@@ -674,7 +733,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 #: What a field allows, where its type and bounds alone do not say it.
 _ALLOWED = {
-    "net_arch": "a non-empty list of integers >= 1 (hidden layer sizes)",
+    "net_arch": f"a list of 1 to {MAX_LAYERS} integers in 1..{MAX_LAYER_WIDTH} (hidden layer "
+    "sizes)",
     "opponent_mix": f"a mapping of opponent kinds ({', '.join(OPPONENT_KINDS)}) to finite "
     "weights >= 0 with a positive sum",
     "init_from": "null (the imitation warm start) or the path of a checkpoint .zip",
@@ -715,10 +775,13 @@ def allowed_values(key: str) -> str:
     return f"{words} {limits}" if limits else words
 
 
+def _quote(value: Any) -> str:
+    """``repr(value)`` for a message, at most `VALUE_CHARS` characters."""
+    return shorten(repr(value), VALUE_CHARS)
+
+
 def _show(value: Any) -> str:
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
+    text = _quote(value)
     kind = "null" if value is None else type(value).__name__
     return f"{text} ({kind})"
 
@@ -750,7 +813,9 @@ def _refuse_unknown_keys(data: dict[Any, Any]) -> None:
     key = unknown[0]
     close = difflib.get_close_matches(str(key), known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    more = f" (and {len(unknown) - 1} more: {unknown[1:]!r})" if len(unknown) > 1 else ""
+    more = (f" (and {len(unknown) - 1} more: {_quote(unknown[1:])})"
+            if len(unknown) > 1 else "")
     raise TrainConfigError(
-        f"unknown training config key {key!r}{hint}{more}; known keys: {', '.join(known)}"
+        f"unknown training config key {_quote(key)}{hint}{more}; known "
+        f"keys: {', '.join(known)}"
     )

@@ -88,6 +88,7 @@ from agents.training.config import TrainConfig
 from agents.training.evaluator import EvaluationOpponents, evaluate_learner
 from agents.training.expert_step import fit_policy, search_games
 from agents.training.pool import OpponentPool, frozen_copy
+from agents.training.run_dir import check_run_dir
 from agents.training.run_state import export_run_state, restore_run, run_state_members
 from agents.training.seeds import SEED_EVALUATION, derived_seed
 from agents.training.shaping import shaping_wrapper
@@ -678,7 +679,9 @@ def _log_evaluation(logger, results: dict, score: float, snapshots: int) -> None
 def run_training(start: TrainingStart, run_dir: str | Path,
                  on_evaluation: Callable[[int, float], bool] | None = None) -> dict[str, Any]:
     """Train (or resume) the run of a checked start; see `Trainer.run` (and `Trainer` for
-    ``on_evaluation``)."""
+    ``on_evaluation``). The run directory is checked writable first (`check_run_dir`:
+    `RunDirError`, a `TrainConfigError`)."""
+    check_run_dir(run_dir)
     return Trainer(start, run_dir, on_evaluation=on_evaluation).run()
 
 

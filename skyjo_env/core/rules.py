@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
-import yaml
+
+from skyjo_env.core.safe_yaml import load_yaml_file, show_path
+from skyjo_env.errors import shorten
 
 #: The official deck: value -> number of copies (150 cards, values summing to 760).
 OFFICIAL_DECK: tuple[tuple[int, int], ...] = (
@@ -49,6 +51,8 @@ MAX_ROUNDS = 1000
 #: Hard cap on turns in one round: with `max_turns_per_round` None, a round that reaches
 #: it still truncates the game, so agents that never finish cannot hang a tournament.
 MAX_TURNS_PER_ROUND = 100_000
+#: The most characters of a bad value that an error message repeats.
+VALUE_CHARS = 80
 #: Totals are int32 in the engine.
 _INT32_MAX = 2**31 - 1
 
@@ -56,7 +60,9 @@ PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "rules"
 
 
 def _fail(field_name: str, value: Any, allowed: str) -> NoReturn:
-    raise ValueError(f"SkyjoRules.{field_name}={value!r} is invalid: allowed {allowed}")
+    # the value is cut short: a rules file can hold a value of any size
+    raise ValueError(f"SkyjoRules.{field_name}={shorten(repr(value), VALUE_CHARS)} is invalid: "
+                     f"allowed {allowed}")
 
 
 def _is_int(value: Any) -> bool:
@@ -95,7 +101,8 @@ def _as_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def read_yaml_mapping(path: Path, what: str, entry: str) -> dict[str, Any]:
-    """The mapping stored in the YAML file ``path`` (an empty file gives ``{}``).
+    """The mapping stored in the YAML file ``path`` (an empty file gives ``{}``), read
+    with `skyjo_env.core.safe_yaml.load_yaml_file` (no aliases, bounded size and depth).
 
     Args:
         path: The file.
@@ -103,17 +110,15 @@ def read_yaml_mapping(path: Path, what: str, entry: str) -> dict[str, Any]:
         entry: How an item is named in messages (``"field -> value"``).
 
     Raises:
-        ValueError: The file is missing, is not valid YAML, or holds no mapping.
+        ValueError: The file is missing, unreadable, too large, is not valid YAML (a
+            `YamlFileError`, one line with the line and column), or holds no mapping.
     """
-    if not path.is_file():
-        raise ValueError(f"{what} {str(path)!r} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ValueError(f"{what} {str(path)!r} is not valid YAML: {error}") from error
+    data = load_yaml_file(path, what)
+    if data is None:
+        return {}
     if not isinstance(data, dict):
         raise ValueError(
-            f"{what} {str(path)!r} must hold a mapping of {entry}, got {type(data).__name__}"
+            f"{what} {show_path(path)} must hold a mapping of {entry}, got {type(data).__name__}"
         )
     return data
 
@@ -137,7 +142,8 @@ def dataclass_from_dict(cls: type, data: Any, what: str, item: str):
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(
-            f"unknown {what} {item}(s) {unknown}; known {item}s: {', '.join(sorted(known))}"
+            f"unknown {what} {item}(s) {shorten(repr(unknown), VALUE_CHARS)}; known {item}s: "
+            f"{', '.join(sorted(known))}"
         )
     return cls(**data)
 
@@ -170,10 +176,12 @@ def normalize_deck(deck: Any) -> tuple[tuple[int, int], ...]:
             try:
                 value = int(value)
             except ValueError:
-                _fail("deck", deck, f"integer card values (got {value!r})")
+                _fail("deck", deck,
+                      f"integer card values (got {shorten(repr(value), VALUE_CHARS)})")
         for what, number in (("value", value), ("count", count)):
             if not _is_int(number):
-                _fail("deck", deck, f"integer card {what}s (got {number!r})")
+                _fail("deck", deck,
+                      f"integer card {what}s (got {shorten(repr(number), VALUE_CHARS)})")
         value, count = int(value), int(count)
         if abs(value) > MAX_ABS_CARD_VALUE:
             _fail("deck", deck, f"card values within ±{MAX_ABS_CARD_VALUE} (got {value})")
@@ -406,7 +414,7 @@ def load_rules(name_or_path: str | Path, **overrides: Any) -> SkyjoRules:
         path = PRESETS_DIR / f"{name_or_path}.yaml"
         if not path.is_file():
             raise ValueError(
-                f"unknown rules preset {str(name_or_path)!r}; "
+                f"unknown rules preset {show_path(name_or_path)}; "
                 f"available: {', '.join(available_presets())}"
             )
     data = read_yaml_mapping(path, "rules file", "field -> value")

@@ -135,7 +135,7 @@ def test_stage_configs__each_stage_changes_the_base_and_nothing_else():
     ([{"name": "a"}], "stage 1 ('a'): empty stage"),
     (["fast"], "expected a list of mappings"),
     ([{"total_timesteps": 5, "bogus": 1}], "stage 1: unknown training config key 'bogus'"),
-    ([{"n_epochs": 0}], "stage 1: config key 'n_epochs': got 0 (int), expected an integer >= 1"),
+    ([{"n_epochs": 0}], "stage 1: config key 'n_epochs': got 0 (int), expected an integer in 1..1000"),
     ([{"seed": 3}], "stage 1: config key 'seed' cannot change between stages"),
     ([{"n_epochs": 2}, {"name": "b", "imitation_games": 5}],
      "stage 2 ('b'): config key 'imitation_games' applies to the first stage only"),

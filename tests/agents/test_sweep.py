@@ -243,7 +243,7 @@ def test_sweep__failed_trial_is_recorded_and_the_sweep_goes_on(tmp_path, monkeyp
     summary = json.loads((tmp_path / "s" / "summary.json").read_text())
     assert code == 1  # no trial completed
     assert [t["state"] for t in summary["trials"]] == ["failed", "failed"]
-    assert summary["trials"][0]["error"] == "RuntimeError: disk full second line"
+    assert summary["trials"][0]["error"] == "RuntimeError: disk full"  # the first line
     assert summary["best_config"] is None and not (tmp_path / "s" / "best_config.yaml").exists()
     assert "no trial completed" in capsys.readouterr().out
 
@@ -363,6 +363,129 @@ def test_sweep_cli__used_sweep_dir_exits_2(tmp_path, capsys):
     (tmp_path / "s" / "summary.json").write_text("{}")
     assert _run_cli(["--space", TINY_SPACE, "--trials", 1, "--sweep-dir", tmp_path / "s"]) == 2
     assert "already holds a sweep" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- damaged sweeps (#34)
+
+
+def _stopped_sweep(tmp_path, monkeypatch) -> tuple[list, Path]:
+    """A sweep of 2 trials run to the end, and the argv that resumes it to 3."""
+    _fake_trials(monkeypatch)
+    argv = ["--space", TINY_SPACE, "--sweep-dir", tmp_path / "s", "--seed", 4]
+    assert _run_cli([*argv, "--trials", 2]) == 0
+    return [*argv, "--trials", 3, "--resume"], tmp_path / "s"
+
+
+def _files(sweep_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(sweep_dir.iterdir()) if p.is_file()}
+
+
+def _refused_in_one_line(argv, capsys) -> str:
+    code = _run_cli(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+    assert len(err) < 600
+    return err
+
+
+@pytest.mark.parametrize(
+    "summary, words",
+    [
+        ('{"seed": 4, "trials": [{"number": 0, "sta', "summary.json' is damaged"),
+        ("\x00\x00\x00", "summary.json' is damaged"),
+        ('["not", "a", "summary"]', "is not a sweep summary (a list, not a mapping)"),
+        ('{"seed": 4, "trials": [{"number": 0, "bogus": 1}]}', "trial entry 0 is not a trial"),
+        ('{"seed": "4"}', "its seed is not an integer"),
+    ],
+)
+def test_sweep_cli__resume_with_a_damaged_summary_is_one_line_and_changes_nothing(
+        tmp_path, monkeypatch, capsys, summary, words):
+    argv, sweep_dir = _stopped_sweep(tmp_path, monkeypatch)
+    (sweep_dir / "summary.json").write_text(summary)
+    before = _files(sweep_dir)
+    err = _refused_in_one_line(argv, capsys)
+    assert words in err and "move it away to resume from optuna.journal alone" in err
+    assert _files(sweep_dir) == before
+
+
+def test_sweep_cli__resume_without_the_summary_rebuilds_it_from_the_journal(tmp_path,
+                                                                           monkeypatch):
+    argv, sweep_dir = _stopped_sweep(tmp_path, monkeypatch)
+    (sweep_dir / "summary.json").unlink()  # what the message above advises
+    assert _run_cli(argv) == 0
+    trials = json.loads((sweep_dir / "summary.json").read_text())["trials"]
+    assert [t["state"] for t in trials] == ["complete"] * 3
+
+
+def test_sweep_cli__resume_with_a_journal_cut_mid_record_is_one_line_and_changes_nothing(
+        tmp_path, monkeypatch, capsys):
+    argv, sweep_dir = _stopped_sweep(tmp_path, monkeypatch)
+    journal = sweep_dir / "optuna.journal"
+    whole = journal.read_bytes()
+    last_line_start = whole.rstrip(b"\n").rfind(b"\n") + 1
+    journal.write_bytes(whole[:-10])  # killed while writing its last record
+    before = _files(sweep_dir)
+    err = _refused_in_one_line(argv, capsys)
+    assert "ends with a record cut short" in err
+    assert f"truncate -s {last_line_start} " in err
+    assert _files(sweep_dir) == before
+    # cut as the message says, the sweep resumes
+    journal.write_bytes(whole[:last_line_start])
+    assert _run_cli(argv) == 0
+
+
+def test_sweep_cli__resume_with_a_damaged_journal_line_is_one_line(tmp_path, monkeypatch,
+                                                                   capsys):
+    argv, sweep_dir = _stopped_sweep(tmp_path, monkeypatch)
+    journal = sweep_dir / "optuna.journal"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join([lines[0], b"{garbage\n", *lines[1:]]))
+    before = _files(sweep_dir)
+    assert "line 2 is not a journal record" in _refused_in_one_line(argv, capsys)
+    assert _files(sweep_dir) == before
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_sweep_cli__sweep_dir_that_is_a_file_is_one_line(tmp_path, capsys, resume):
+    path = tmp_path / "s"
+    path.write_text("mine")
+    argv = ["--space", TINY_SPACE, "--trials", 1, "--sweep-dir", path]
+    err = _refused_in_one_line([*argv, *(["--resume"] if resume else [])], capsys)
+    assert "sweep directory" in err and "is a file, not a directory" in err
+    assert path.read_text() == "mine"
+
+
+def test_sweep_cli__sweep_dir_under_a_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "f").write_text("")
+    err = _refused_in_one_line(["--space", TINY_SPACE, "--trials", 1, "--sweep-dir",
+                                tmp_path / "f" / "s"], capsys)
+    assert "cannot be created" in err
+
+
+@pytest.mark.parametrize(
+    "choices, words",
+    [
+        ("[2020-01-01, official]", "choices[0]': got '2020-01-01', which the base config "
+                                   "refuses"),
+        ("[!!set {a, b}, official]", "the tag 'set' is not allowed"),
+        ("[!!timestamp 2020-01-01, official]", "the tag 'timestamp' is not allowed"),
+    ],
+)
+def test_sweep_cli__categorical_choice_that_is_a_date_or_set_is_one_line(tmp_path, capsys,
+                                                                         choices, words):
+    space = _write(tmp_path, f"params: {{rules: {{type: categorical, choices: {choices}}}}}\n")
+    err = _refused_in_one_line(["--space", space, "--trials", 1, "--sweep-dir", tmp_path / "s"],
+                               capsys)
+    assert words in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_sweep_space__choices_must_be_plain_data(tmp_path):
+    from agents.sweep.space import _read_param
+
+    with pytest.raises(SweepSpaceError, match=r"choices\[0\]': got a set, expected plain data"):
+        _read_param("net_arch", {"type": "categorical", "choices": [{1, 2}]},
+                    TrainConfig().to_dict(), "sweep space 'x'", {"net_arch"})
 
 
 @pytest.mark.slow  # subprocess run
