@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from skyjo_env.errors import one_line, shorten
+from skyjo_env.core.errors import one_line, shorten
 
 #: Seconds to wait for a cluster address to accept a connection before giving up (Ray
 #: itself retries a wrong address for minutes).

@@ -60,8 +60,8 @@ from pathlib import Path
 
 import numpy as np
 
+from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.core.rules import SkyjoRules
-from skyjo_env.errors import one_line, shorten
 from skyjo_env.protocol import Agent, RandomAgent
 
 #: Named baselines: spec -> (module, class name), imported on demand.

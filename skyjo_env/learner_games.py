@@ -34,9 +34,9 @@ from skyjo_env.core.engine import (
     reset,
     step,
 )
+from skyjo_env.core.errors import one_line
 from skyjo_env.core.jit import JIT_DISABLED, jit, quiet_overflow
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
-from skyjo_env.errors import one_line
 from skyjo_env.options import EnvOptions
 from skyjo_env.protocol import Agent, reads_observations
 from skyjo_env.rewards import seat_rewards_into

@@ -26,8 +26,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from skyjo_env.core.errors import one_line
 from skyjo_env.core.rules import SkyjoRules, load_rules
-from skyjo_env.errors import one_line
 
 if TYPE_CHECKING:  # the annotation only: importing the view would import Gymnasium
     from skyjo_env.single_agent import SkyjoGymEnv

@@ -55,8 +55,8 @@ from agents.evaluation.resume import ResumeError
 from agents.evaluation.tournament import play_tournament
 from agents.parallel import DistributedRunError, DistributedSetupError
 from agents.registry import VALID_FORMS, AgentSpecError, make_agent
+from skyjo_env.core.errors import one_line
 from skyjo_env.core.rules import load_rules
-from skyjo_env.errors import one_line
 
 PROG = "evaluate"
 EXIT_USAGE = 2

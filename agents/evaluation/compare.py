@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.evaluation.statistics import mean_confidence_interval, win_rate_interval
-from skyjo_env.errors import first_line, shorten
+from skyjo_env.core.errors import first_line, shorten
 
 #: Columns every ``--games-csv`` file has (`agents.evaluation.report.render_games_csv`).
 GAMES_CSV_COLUMNS = frozenset({"seed", "deal", "rotation", "agent_0_win_share"})

@@ -59,9 +59,9 @@ from skyjo_env.core.engine import (
     reset,
     step,
 )
+from skyjo_env.core.errors import one_line
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
-from skyjo_env.errors import one_line
 from skyjo_env.protocol import Agent
 
 #: Largest number of games stepped together; more games reuse finished slots.

@@ -43,8 +43,8 @@ import numpy as np
 from agents.atomic import atomic_path
 from agents.evaluation.games import GameRecords, games_per_deal
 from agents.registry import checkpoint_path
+from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
-from skyjo_env.errors import one_line, shorten
 
 #: The file that says which tournament a resume directory belongs to.
 TOURNAMENT_FILE = "tournament.json"

@@ -64,9 +64,9 @@ from typing import Any
 from agents.atomic import atomic_path
 from agents.ppo.architecture import ACTIVATIONS, FEATURES, policy_kwargs
 from skyjo_env.core.actions import num_actions
+from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import OBSERVATION_VERSION, ObservationLayout
-from skyjo_env.errors import one_line, shorten
 
 CHECKPOINT_FORMAT = "skyjo-rl-ppo/3"
 """The format `save_checkpoint` writes: ``skyjo-rl-ppo/2`` plus checksums (``integrity``)."""

@@ -88,11 +88,11 @@ from skyjo_env.core import (
 )
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
+from skyjo_env.core.errors import shorten
 from skyjo_env.core.jit import jit
 from skyjo_env.core.kernels import apply_finisher_penalty
 from skyjo_env.core.rules import MAX_TURNS_PER_ROUND, SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
-from skyjo_env.errors import shorten
 from skyjo_env.protocol import Agent
 
 #: Stop rollouts before compacting the batch once fewer than this share still run.

@@ -56,8 +56,8 @@ from agents.atomic import atomic_path
 from agents.sweep.space import SweepSpace, dump_yaml
 from agents.training.config import MAX_SEED, TrainConfig, TrainConfigError
 from agents.training.run_dir import RunDirError, check_writable_dir
+from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.core.safe_yaml import show_path
-from skyjo_env.errors import one_line, shorten
 
 JOURNAL = "optuna.journal"
 STUDY_NAME = "sweep"

@@ -38,8 +38,8 @@ import yaml
 from pydantic import ValidationError
 
 from agents.training.config import TrainConfig, TrainConfigError, allowed_values, read_config_file
+from skyjo_env.core.errors import shorten
 from skyjo_env.core.safe_yaml import show_path
-from skyjo_env.errors import shorten
 
 SPACE_KEYS = ("base_config", "base", "objective", "pruner", "params")
 METRICS = ("best_score", "final_score")

@@ -50,9 +50,9 @@ from agents.training.budgets import (
     gib,
     rollout_bytes,
 )
+from skyjo_env.core.errors import shorten
 from skyjo_env.core.rules import SkyjoRules, available_presets, load_rules, read_yaml_mapping
 from skyjo_env.core.safe_yaml import parse_yaml, show_path
-from skyjo_env.errors import shorten
 
 OpponentKind = Literal["random", "greedy", "ev", "self"]
 

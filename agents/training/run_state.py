@@ -40,7 +40,7 @@ from agents.ppo.checkpoint import (
 )
 from agents.ppo.policy import PPOAgent
 from agents.training.callbacks import pending_log_values
-from skyjo_env.errors import one_line, shorten
+from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.learner_state import check_generator_state, state_layout
 
 if TYPE_CHECKING:

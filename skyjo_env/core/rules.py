@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from skyjo_env.core.errors import shorten
 from skyjo_env.core.safe_yaml import load_yaml_file, show_path
-from skyjo_env.errors import shorten
 
 #: The official deck: value -> number of copies (150 cards, values summing to 760).
 OFFICIAL_DECK: tuple[tuple[int, int], ...] = (

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from skyjo_env.errors import shorten
+from skyjo_env.core.errors import shorten
 
 #: The largest YAML file read: our configs are a few KB; a bound keeps a huge or endless
 #: file (``/dev/zero``) from being read whole.

@@ -20,9 +20,9 @@ from agents.evaluation.resume import ChunkStore, ResumeError, tournament_identit
 from agents.registry import MAX_SPEC_LENGTH, AgentSpecError, make_agent
 from agents.search import OPTION_LIMITS, SearchAgent, SearchOptionError, SearchOptions
 from skyjo_env.core import legal_action_mask, new_batch, reset, step
+from skyjo_env.core.errors import ONE_LINE_LIMIT
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder
-from skyjo_env.errors import ONE_LINE_LIMIT
 
 # --- search settings -------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skyjo_env.errors import ONE_LINE_LIMIT, first_line, one_line, shorten
+from skyjo_env.core.errors import ONE_LINE_LIMIT, first_line, one_line, shorten
 
 
 def test_one_line__type_and_first_line_of_the_message():

@@ -4,8 +4,9 @@ An error raised inside an env, a worker or a training run is often reported insi
 another message (an opponent that raised, a Ray task that failed, a trial of a sweep).
 `one_line` gives that report one shape everywhere: ``Type: first line of the message``,
 whitespace folded, at most `ONE_LINE_LIMIT` characters, so that a traceback or a huge
-value repeated in a message never floods a log line. It lives at the lowest layer that
-needs it (`skyjo_env.learner_games`); `agents` reuses it.
+value repeated in a message never floods a log line. It lives in the rules
+engine's package, the lowest layer that needs it (`skyjo_env.core.safe_yaml`); everything
+above reuses it.
 """
 
 from __future__ import annotations
