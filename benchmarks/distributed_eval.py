@@ -21,12 +21,9 @@ import time
 import numpy as np
 from machine_load import load_average  # the module beside this script
 
-from agents.evaluation.distributed import (
-    DEFAULT_CHUNK_DEALS,
-    evaluate_agents_distributed,
-    ray_session,
-)
+from agents.evaluation.distributed import DEFAULT_CHUNK_DEALS, evaluate_agents_distributed
 from agents.evaluation.tournament import evaluate_agents
+from agents.parallel import ray_session
 from skyjo_env.core.rules import SkyjoRules
 
 SPECS = ["ev", "greedy"]

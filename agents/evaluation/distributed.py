@@ -60,19 +60,10 @@ from agents.evaluation.games import (
 )
 from agents.evaluation.resume import ChunkStore, tournament_identity
 from agents.evaluation.tournament import TournamentResult, tournament_result
-
-# the Ray session and its errors live in agents.parallel; they are imported from here too
-# (agents.cli.evaluate, agents.sweep, agents.ppo.imitation), so the names stay available
 from agents.parallel import (
     DEFAULT_CONNECT_TIMEOUT_S,
-    INSTALL_HINT,
-    TOKEN_AUTH_LOGGER,
-    DistributedRunError,
     DistributedSetupError,
-    check_reachable,
     check_workers,
-    import_ray,
-    quiet_token_auth_notice,
     ray_session,
     run_chunks,
 )
@@ -345,21 +336,11 @@ def evaluate_agents_distributed(
 
 __all__ = [
     "DEFAULT_CHUNK_DEALS",
-    "DEFAULT_CONNECT_TIMEOUT_S",
-    "INSTALL_HINT",
     "MIN_CHUNKS",
-    "TOKEN_AUTH_LOGGER",
-    "DistributedRunError",
-    "DistributedSetupError",
     "check_chunk_deals",
-    "check_reachable",
-    "check_workers",
     "chunk_ranges",
     "default_chunk_deals",
     "evaluate_agents_distributed",
-    "import_ray",
     "play_chunk",
     "play_sharded",
-    "quiet_token_auth_notice",
-    "ray_session",
 ]
