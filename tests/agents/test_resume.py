@@ -26,6 +26,7 @@ from checkpoint_edits import (
 )
 
 from agents.ppo.checkpoint import CheckpointError, load_policy, read_metadata
+from agents.training.budgets import MAX_DATA_GAMES
 from agents.training.config import TrainConfig
 from agents.training.run_state import TRAINING_STATE_JSON, truncate_eval_log
 from agents.training.start import prepare_start
@@ -154,7 +155,7 @@ def _stderr_reader(process: subprocess.Popen) -> tuple[threading.Thread, list[st
 def test_resume__sigterm_during_warm_start_stops_cleanly_with_nothing_to_resume(tmp_path):
     config_path = tmp_path / "slow_warm_start.yaml"
     # a warm start of many minutes: the signal surely lands inside it
-    config_path.write_text(yaml.safe_dump({**RESUMABLE, "imitation_games": 10**6,
+    config_path.write_text(yaml.safe_dump({**RESUMABLE, "imitation_games": MAX_DATA_GAMES,
                                            "progress": True}))
     run_dir = tmp_path / "run"
     # with its progress bar, so that the signal is sent once the warm start has begun (a
