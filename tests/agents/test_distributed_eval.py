@@ -284,9 +284,10 @@ def test_evaluate_agents_distributed__complete_resume_directory_needs_no_ray(
     specs = ["ev", "greedy"]
     first = evaluate_agents_distributed(specs, SkyjoRules(), 20, 2, chunk_deals=5,
                                         progress=False, resume=tmp_path)
-    for module in (distributed, parallel):  # any use of Ray would fail
-        monkeypatch.setattr(module, "ray_session", None)
-        monkeypatch.setattr(module, "import_ray", None)
+    # any use of Ray would fail: the session where evaluation opens it, and every way in
+    monkeypatch.setattr(distributed, "ray_session", None)
+    monkeypatch.setattr(parallel, "ray_session", None)
+    monkeypatch.setattr(parallel, "import_ray", None)
     again = evaluate_agents_distributed(specs, SkyjoRules(), 20, 2, chunk_deals=5,
                                         progress=False, resume=tmp_path)
     assert _report(again) == _report(first)
