@@ -37,6 +37,34 @@ decision of seat 0 after ``depth`` decisions (at most ``4 * P`` decisions later)
 (``prior_fn``) and the base agent's own choice, so more samples or depth fit in the
 same time.
 
+``opponents=SPEC`` has another agent (``opponent_agent``, built by `agents.registry` from
+the spec, with its own seed) play every seat but seat 0 in the rollouts: each rollout step
+asks the rollout agent for the rows where seat 0 is to act and the opponent agent for the
+others, one ``act`` call each. Without it (the default) the rollout agent plays every
+seat, as before.
+
+``lookahead=two`` looks one decision further where the searching seat decides twice in a
+row: draw (then place or discard), take the discard (then place) and discard the drawn
+card (then reveal). The one-step search values such an action by the base agent's own
+follow-up in the rollout; the two-step search applies it to each sample, tries the
+follow-ups (the base agent's choice and the ``top_actions`` most probable, or every legal
+one) on that sample and stream, each rolled out as a searched action is (``depth``
+counted from the follow-up), and values the action on the sample by one follow-up chosen
+from what seat 0 sees after the action alone: the samples are grouped by that
+observation (one group after a take or a discard, one per drawn card value after a
+draw), and a group's follow-up is the one with the best mean. The best of several noisy
+means is biased upwards (the winner's curse), most in the small groups of a draw, so the
+choice is cross-fitted (`_cross_fitted`): the samples are split into halves (even and odd
+index), each half takes the follow-up the other half's samples of its group chose, and a
+group met in one half only takes the base agent's follow-up. Every sample's value thus
+comes from a choice made without it, and ``choose``, ``verify_samples`` (the retest values
+the same way) and `action_values` read one value per (action, sample) as before. Every
+other action, and every row without such an action, keeps its one-step value. It costs
+one rollout per follow-up tried instead of one per action: a choose-the-source decision
+(draw and take) grows from 2 rollouts per sample to up to 2 x (``top_actions`` + 1), 10 at
+``top_actions=4`` and 25 with every legal follow-up on the official grid, and a discard of
+the drawn card from 1 to up to ``top_actions`` + 1 reveals.
+
 How the settings compare, per decision (`benchmarks/search_strength.py`) and in games
 (``evaluate.py``), is recorded in ``docs/results.md`` ("Search").
 
