@@ -500,7 +500,8 @@ class SearchAgent:
     """Decision-time search over a base agent (`agents.search` module docstring).
 
     Args:
-        base: The agent that plays every seat in the rollouts (and the initial reveals).
+        base: The agent that plays every seat in the rollouts (seat 0 only with an
+            ``opponent_agent``) and the initial reveals.
         rules: The rules of the games the agent plays.
         seed: Seed of the agent's own generator (samples); the base agent has its own.
         options: The search settings.
