@@ -34,7 +34,13 @@ spec                            agent
                                 legal action; ``ppo:PATH`` base),
                                 ``verify_samples`` (int, retest a switch on fresh samples),
                                 ``rollout_precision`` (``float32`` or ``bfloat16``: the
-                                rollouts' network precision; ``ppo:PATH`` base); e.g.
+                                rollouts' network precision; ``ppo:PATH`` base),
+                                ``luck`` (``raw`` or ``adjusted``), ``opponents`` (an
+                                agent spec without ``,`` or ``)``, not a search,
+                                e.g. ``ev`` or ``ppo:models/x.zip``: plays the other
+                                seats in the rollouts), ``lookahead`` (``one`` or
+                                ``two``: value draw, take and discard by the best
+                                searched follow-up); e.g.
                                 ``search(samples=16,depth=40):ev``. Unnamed options keep
                                 the setting ``search:BASE`` uses: ``PPO_SEARCH`` over a
                                 ``ppo:PATH`` base (``search(samples=16):ppo:PATH`` is
@@ -99,6 +105,8 @@ SEARCH_OPTIONS: dict[str, type | str] = {
     "verify_samples": int,
     "rollout_precision": str,
     "luck": str,
+    "opponents": str,
+    "lookahead": str,
 }
 
 
@@ -382,10 +390,26 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
         value_fn, prior_fn, rollout_agent = _ppo_search_parts(
             base, base_spec, rules, spec, settings
         )
+    opponent = _search_opponent(settings.opponents, rules, seed, spec)
     return _check_agent(
-        search.SearchAgent(base, rules, seed, settings, value_fn, prior_fn, rollout_agent),
+        search.SearchAgent(base, rules, seed, settings, value_fn, prior_fn, rollout_agent,
+                           opponent),
         spec,
     )
+
+
+def _search_opponent(opponents: str | None, rules: SkyjoRules, seed: int, spec: str):
+    """The agent of ``search(opponents=SPEC)`` (None without one), built like any spec with
+    its own seed, spawned from the search agent's (the options refused a search before)."""
+    if opponents is None:
+        return None
+    opponent_seed = int(np.random.SeedSequence([seed, 2]).generate_state(1)[0])
+    try:
+        return make_agent(opponents, rules, opponent_seed)
+    except AgentSpecError as error:
+        raise AgentSpecError(
+            f"agent spec {shorten(repr(spec), 80)}: search option opponents: {error}"
+        ) from None
 
 
 def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str, settings):

@@ -37,6 +37,34 @@ decision of seat 0 after ``depth`` decisions (at most ``4 * P`` decisions later)
 (``prior_fn``) and the base agent's own choice, so more samples or depth fit in the
 same time.
 
+``opponents=SPEC`` has another agent (``opponent_agent``, built by `agents.registry` from
+the spec, with its own seed) play every seat but seat 0 in the rollouts: each rollout step
+asks the rollout agent for the rows where seat 0 is to act and the opponent agent for the
+others, one ``act`` call each. Without it (the default) the rollout agent plays every
+seat, as before.
+
+``lookahead=two`` looks one decision further where the searching seat decides twice in a
+row: draw (then place or discard), take the discard (then place) and discard the drawn
+card (then reveal). The one-step search values such an action by the base agent's own
+follow-up in the rollout; the two-step search applies it to each sample, tries the
+follow-ups (the base agent's choice and the ``top_actions`` most probable, or every legal
+one) on that sample and stream, each rolled out as a searched action is (``depth``
+counted from the follow-up), and values the action on the sample by one follow-up chosen
+from what seat 0 sees after the action alone: the samples are grouped by that
+observation (one group after a take or a discard, one per drawn card value after a
+draw), and a group's follow-up is the one with the best mean. The best of several noisy
+means is biased upwards (the winner's curse), most in the small groups of a draw, so the
+choice is cross-fitted (`_cross_fitted`): the samples are split into halves (even and odd
+index), each half takes the follow-up the other half's samples of its group chose, and a
+group met in one half only takes the base agent's follow-up. Every sample's value thus
+comes from a choice made without it, and ``choose``, ``verify_samples`` (the retest values
+the same way) and `action_values` read one value per (action, sample) as before. Every
+other action, and every row without such an action, keeps its one-step value. It costs
+one rollout per follow-up tried instead of one per action: a choose-the-source decision
+(draw and take) grows from 2 rollouts per sample to up to 2 x (``top_actions`` + 1), 10 at
+``top_actions=4`` and 25 with every legal follow-up on the official grid, and a discard of
+the drawn card from 1 to up to ``top_actions`` + 1 reveals.
+
 How the settings compare, per decision (`benchmarks/search_strength.py`) and in games
 (``evaluate.py``), is recorded in ``docs/results.md`` ("Search").
 
@@ -86,7 +114,7 @@ from skyjo_env.core import (
     step,
     unseen_counts,
 )
-from skyjo_env.core.actions import Phase
+from skyjo_env.core.actions import ActionKind, Phase, action_id
 from skyjo_env.core.engine import BatchState
 from skyjo_env.core.errors import shorten
 from skyjo_env.core.jit import jit
@@ -97,6 +125,10 @@ from skyjo_env.protocol import Agent
 
 #: Stop rollouts before compacting the batch once fewer than this share still run.
 _COMPACT_BELOW = 0.75
+
+#: The decisions a two-step action (draw, take, discard the drawn card) leaves to its seat.
+_FOLLOW_UP_PHASES = tuple(int(phase) for phase in (Phase.PLACE_DRAWN, Phase.PLACE_DISCARD,
+                                                   Phase.REVEAL_AFTER_DISCARD))
 
 
 #: Leaf values a spec can name (``search(leaf=...)``).
@@ -109,6 +141,15 @@ ROLLOUT_PRECISIONS = ("float32", "bfloat16")
 
 #: What a search can do with the luck of its rollouts (``search(luck=...)``).
 LUCK_KINDS = ("raw", "adjusted")
+
+#: How far a searched action is looked at before the rollout agent plays on
+#: (``search(lookahead=...)``): ``one`` (the action alone), ``two`` (an action after which
+#: the searching seat decides again, valued by its best searched follow-up).
+LOOKAHEAD_KINDS = ("one", "two")
+
+#: Longest ``opponents`` spec (`agents.registry.MAX_SPEC_LENGTH`, restated so that the
+#: options need no registry; a test keeps the two equal).
+MAX_OPPONENTS_LENGTH = 1024
 
 
 #: Upper bound of each numeric search option (a bigger value is a `SearchOptionError`):
@@ -180,6 +221,14 @@ class SearchOptions:
         luck: ``raw`` values rollouts as they ended; ``adjusted`` takes out the fitted
             share of the luck of the cards they turned up, drew and swapped out
             (`agents.search.luck`): the same expected values, less noise between actions.
+        opponents: The agent spec (`agents.registry`) that plays every seat but the
+            searching one in the rollouts, or None (the rollout agent plays every seat).
+            Not a search (no search over a search), at most `MAX_OPPONENTS_LENGTH`
+            characters; the registry builds it (``opponent_agent``).
+        lookahead: ``one`` values every action by rollouts right after it; ``two`` values
+            an action after which the searching seat decides again (draw, take the
+            discard, discard the drawn card) by its best searched follow-up, chosen per
+            observation with cross-fitting (module docstring).
 
     The defaults come from short runs against ``ev`` (recorded in ``docs/results.md``,
     "Search"): rollouts to the round's end let the round's luck swamp the differences
@@ -197,6 +246,8 @@ class SearchOptions:
     verify_samples: int = 0
     rollout_precision: str = "float32"
     luck: str = "raw"
+    opponents: str | None = None
+    lookahead: str = "one"
 
     def __post_init__(self) -> None:
         top = self.top_actions
@@ -223,6 +274,12 @@ class SearchOptions:
                 "search option rollout_precision must be one of "
                 f"{', '.join(ROLLOUT_PRECISIONS)}, got {self.rollout_precision!r}"
             )
+        if self.lookahead not in LOOKAHEAD_KINDS:
+            raise SearchOptionError(
+                f"search option lookahead must be one of {', '.join(LOOKAHEAD_KINDS)}, "
+                f"got {_shown(self.lookahead)}"
+            )
+        self._check_opponents()
         verify = self.verify_samples
         if not isinstance(verify, (int, np.integer)) or isinstance(verify, bool) or verify < 0:
             raise SearchOptionError(
@@ -249,6 +306,24 @@ class SearchOptions:
                 f"search option budget_ms must be a finite number > 0 or None, got {_shown(budget)}"
             )
         self._check_limits()
+
+    def _check_opponents(self) -> None:
+        """Refuse an ``opponents`` spec that is not a short non-empty string, or a search."""
+        spec = self.opponents
+        if spec is None:
+            return
+        if not isinstance(spec, str) or not spec.strip():
+            raise SearchOptionError(
+                f"search option opponents must be an agent spec or None, got {_shown(spec)}")
+        if len(spec) > MAX_OPPONENTS_LENGTH:
+            raise SearchOptionError(
+                f"search option opponents is {len(spec):,} characters long; at most "
+                f"{MAX_OPPONENTS_LENGTH:,}")
+        if spec.strip() == "search" or spec.strip().startswith(("search:", "search(")):
+            raise SearchOptionError(
+                f"search option opponents={_shown(spec)} is a search: a search in the "
+                "rollouts is refused (it multiplies a decision's rollouts, about a hundred "
+                "times)")
 
     def _check_limits(self) -> None:
         """Refuse a value above its `OPTION_LIMITS` bound (the types are checked before)."""
@@ -330,6 +405,36 @@ class ActionValues(NamedTuple):
     base_actions: np.ndarray
 
 
+class FollowUps(NamedTuple):
+    """The follow-up rollouts of ``lookahead=two`` (`SearchAgent._follow_ups`): each
+    two-step action of a row (a pair) applied to each of the row's samples (a game).
+
+    Attributes:
+        pair_row, pair_action: int (P,), the row and action of each pair.
+        pair, sample: int (G,), the pair and sample index of each game.
+        group: int (G,), each game's group: its pair and seat 0's observation after the
+            action (the follow-up is chosen per group, on that alone).
+        base: int64 (C,), the base agent's follow-up in each group.
+        candidates: bool (C, A), the follow-ups tried in each group.
+        after: The G games after the action.
+        luck: float64 (G, len(FEATURES)), the luck of the action itself, or None
+            (``luck=raw``).
+        start, action: int (F,), the game and follow-up of each follow-up rollout.
+    """
+
+    pair_row: np.ndarray
+    pair_action: np.ndarray
+    pair: np.ndarray
+    sample: np.ndarray
+    group: np.ndarray
+    base: np.ndarray
+    candidates: np.ndarray
+    after: BatchState
+    luck: np.ndarray | None
+    start: np.ndarray
+    action: np.ndarray
+
+
 def expected_grid_scores(state: BatchState) -> np.ndarray:
     """Face-up sum plus, per face-down card, the mean of the cards seat 0 cannot locate.
 
@@ -395,7 +500,8 @@ class SearchAgent:
     """Decision-time search over a base agent (`agents.search` module docstring).
 
     Args:
-        base: The agent that plays every seat in the rollouts (and the initial reveals).
+        base: The agent that plays every seat in the rollouts (seat 0 only with an
+            ``opponent_agent``) and the initial reveals.
         rules: The rules of the games the agent plays.
         seed: Seed of the agent's own generator (samples); the base agent has its own.
         options: The search settings.
@@ -403,6 +509,9 @@ class SearchAgent:
         prior_fn: Action preferences of the base agent (needed for ``top_actions``).
         rollout_agent: The agent that plays the rollouts, when not ``base`` itself
             (needed for ``rollout_precision=bfloat16``: the base network in bfloat16).
+        opponent_agent: The agent that plays every seat but seat 0 in the rollouts (built
+            from ``options.opponents`` by `agents.registry`; needed when it is set), or
+            None: the rollout agent plays every seat.
     """
 
     def __init__(
@@ -414,6 +523,7 @@ class SearchAgent:
         value_fn: ValueFunction | None = None,
         prior_fn: PriorFunction | None = None,
         rollout_agent: Agent | None = None,
+        opponent_agent: Agent | None = None,
     ):
         self.base = base
         self.rules = rules
@@ -437,11 +547,18 @@ class SearchAgent:
                 "it for 'ppo:PATH' bases"
             )
         self.rollout_agent = rollout_agent or base
+        if self.options.opponents is not None and opponent_agent is None:
+            raise SearchOptionError(
+                f"search option opponents={self.options.opponents} needs opponent_agent (the "
+                "agent it names); agents.registry builds it"
+            )
+        self.opponent_agent = opponent_agent
         self.name = f"search:{base.name}"
         self.size = ObservationLayout(rules).size
         self._encoder = ObservationEncoder(rules)
         self._rng = np.random.default_rng(np.random.SeedSequence(seed))
         self._rollout_reads = bool(getattr(self.rollout_agent, "reads_observations", True))
+        self._opponent_reads = bool(getattr(opponent_agent, "reads_observations", True))
         #: Most rollout games played in one batch so far (at most ``max_rollout_games``).
         self.largest_batch = 0
 
@@ -596,7 +713,7 @@ class SearchAgent:
         row, in chunks of rows below ``max_rollout_games``: float64 (R, A, count)."""
         rows = masks.shape[0]
         # rows per chunk so that chunk rollouts stay under max_rollout_games
-        widest = int(masks.sum(axis=1).max())
+        widest = int(self._rollouts_per_sample(masks).max())
         chunk_rows = max(1, self.options.max_rollout_games // (count * widest))
         values = np.zeros((rows, masks.shape[1], count), np.float64)
         for first in range(0, rows, chunk_rows):
@@ -637,6 +754,29 @@ class SearchAgent:
         candidates[rows, base_actions] = True
         return candidates & masks
 
+    def _rollouts_per_sample(self, masks: np.ndarray) -> np.ndarray:
+        """Most rollouts one sample of each row needs: its candidate actions, with
+        ``lookahead=two`` each two-step action counted once per follow-up it may try (the
+        placements and the discard, or ``top_actions`` and the base's). int (R,)."""
+        two_step = self._two_step_actions(masks)
+        slots = self.rules.num_slots
+        top = self.options.top_actions
+        follow_ups = slots + 1 if top is None else min(top + 1, slots + 1)
+        return (masks & ~two_step).sum(axis=1) + follow_ups * two_step.sum(axis=1)
+
+    def _two_step_actions(self, masks: np.ndarray) -> np.ndarray:
+        """The candidates valued by their best follow-up (``lookahead=two``): draw, take
+        the discard and discard the drawn card, after which seat 0 decides again. bool
+        (R, A), all False with ``lookahead=one``."""
+        two_step = np.zeros_like(masks)
+        if self.options.lookahead == "two":
+            slots = self.rules.num_slots
+            ids = [action_id(ActionKind.DRAW, None, slots),
+                   action_id(ActionKind.TAKE_DISCARD, None, slots),
+                   action_id(ActionKind.DISCARD_DRAWN, None, slots)]
+            two_step[:, ids] = masks[:, ids]
+        return two_step
+
     def _rollout_values(
         self, root: BatchState, part: np.ndarray, masks: np.ndarray, count: int
     ) -> np.ndarray:
@@ -644,32 +784,73 @@ class SearchAgent:
 
         The samples of every row are drawn first; the rollouts then run in batches of at
         most ``max_rollout_games`` games (one batch unless a single row needs more), and
-        ``luck=adjusted`` fits the luck over all of them, as one batch would."""
-        row_of, action_of, sample_of, samples = [], [], [], []
-        for i, b in enumerate(part):
-            samples.append(sample_information_set(root, int(b), 0, count, self._rng))
-            legal = np.flatnonzero(masks[i])
-            # action-major, sample-minor: every action sees the same samples and streams
-            row_of.append(np.full(legal.size * count, i))
-            action_of.append(np.repeat(legal, count))
-            sample_of.append(np.tile(np.arange(count), legal.size))
-        first_actions = np.concatenate(action_of)
-        row_of = np.concatenate(row_of)
-        sample_of = np.concatenate(sample_of)
+        ``luck=adjusted`` fits the luck over all of them, as one batch would. With
+        ``lookahead=two`` a two-step action's value is that of its cross-fitted follow-up
+        (`_follow_ups`, `_cross_fitted`)."""
+        actions_count = masks.shape[1]
+        samples = [sample_information_set(root, int(b), 0, count, self._rng) for b in part]
         sampled = _concatenate(samples)
-        game_of = row_of * count + sample_of  # the sampled game each rollout starts from
+        two_step = self._two_step_actions(masks)
+        row_of, first_actions, sample_of = _action_plan(masks & ~two_step, count)
+        pool, starts = sampled, row_of * count + sample_of  # the game each rollout starts from
+        groups = row_of * actions_count + first_actions  # luck groups: a row's action
+        first_luck = follow = None
+        if two_step.any():
+            follow = self._follow_ups(sampled, two_step, count)
+            pool = _concatenate([sampled, follow.after])
+            starts = np.concatenate([starts, sampled.batch_size + follow.start])
+            first_actions = np.concatenate([first_actions, follow.action])
+            groups = np.concatenate([groups, part.size * actions_count
+                                     + follow.pair[follow.start] * actions_count
+                                     + follow.action])
+            first_luck = follow.luck
         batch = self.options.max_rollout_games
-        played = [self._rollout(_take(sampled, game_of[first:first + batch]),
+        played = [self._rollout(_take(pool, starts[first:first + batch]),
                                 first_actions[first:first + batch])
                   for first in range(0, first_actions.size, batch)]
         rollout_values = np.concatenate([values for values, _ in played])
         luck = None if played[0][1] is None else np.concatenate([luck for _, luck in played])
         if luck is not None:
-            rollout_values = luck_adjusted(rollout_values, luck,
-                                           row_of * masks.shape[1] + first_actions)
-        values = np.zeros((part.size, masks.shape[1], count), np.float64)
-        values[row_of, first_actions, sample_of] = rollout_values
+            if first_luck is not None:  # the luck of the two-step action itself (a draw)
+                luck[row_of.size:] += first_luck[follow.start]
+            rollout_values = luck_adjusted(rollout_values, luck, groups)
+        values = np.zeros((part.size, actions_count, count), np.float64)
+        values[row_of, first_actions[:row_of.size], sample_of] = rollout_values[:row_of.size]
+        if follow is not None:
+            _, chosen_values = _cross_fitted(follow, rollout_values[row_of.size:])
+            values[follow.pair_row[follow.pair], follow.pair_action[follow.pair],
+                   follow.sample] = chosen_values
         return values
+
+    def _follow_ups(self, sampled: BatchState, two_step: np.ndarray, count: int) -> FollowUps:
+        """Every two-step action of ``two_step`` (bool (R, A)) applied to each of its row's
+        ``count`` samples of ``sampled`` (R * count games, row-major), and the follow-ups
+        to try after it: the base agent's choice and, with ``top_actions``, the most
+        probable others, or every legal one. Both depend only on what seat 0 sees after the
+        action: they are chosen once per group of samples with the same observation."""
+        pair_row, pair_action = np.nonzero(two_step)
+        pair = np.repeat(np.arange(pair_row.size), count)
+        sample = np.tile(np.arange(count), pair_row.size)
+        after = _take(sampled, pair_row[pair] * count + sample)
+        first = pair_action[pair].astype(np.int64)
+        before = before_step(after) if self.options.luck == "adjusted" else None
+        events = step(after, first)
+        luck = None if before is None else step_luck(before, after, first, events)
+        if ((after.current_player != 0) | ~np.isin(after.phase, _FOLLOW_UP_PHASES)).any():
+            raise RuntimeError("lookahead=two: a two-step action did not leave seat 0 to "
+                               "decide again")
+        observations = self._encoder.encode(after, np.zeros(after.batch_size, np.int64))
+        masks = legal_action_mask(after)
+        _, seen = np.unique(observations, axis=0, return_inverse=True)
+        # a group: one row's action and one observation after it (rows never mix)
+        _, first_of, group = np.unique(pair * (int(seen.max()) + 1) + seen.ravel(),
+                                          return_index=True, return_inverse=True)
+        shown, legal = observations[first_of], masks[first_of]
+        base = np.asarray(self.base.act(shown, legal), np.int64)
+        candidates = self._candidates(shown, legal, base)
+        start, action = np.nonzero(candidates[group])
+        return FollowUps(pair_row, pair_action, pair, sample, group.ravel(), base, candidates,
+                         after, luck, start, action.astype(np.int64))
 
     def _rollout(
         self, state: BatchState, first_actions: np.ndarray
@@ -720,16 +901,32 @@ class SearchAgent:
                 state, ids = _take(state, live), ids[live]
                 running = np.ones(live.size, bool)
                 live = np.arange(live.size)
-            masks = legal_action_mask(state)
-            actions = np.full(state.batch_size, -1, np.int64)
+            events = play(self._rollout_actions(state, live))
+            depth += 1
+
+    def _rollout_actions(self, state: BatchState, live: np.ndarray) -> np.ndarray:
+        """The rollout's next action in the games ``live`` (int (L,)) of ``state``, -1
+        elsewhere: the rollout agent's in every seat, or with an ``opponent_agent`` its
+        own in seat 0 and the opponent's in the others (one ``act`` call each).
+        int64 (B,)."""
+        masks = legal_action_mask(state)
+        actions = np.full(state.batch_size, -1, np.int64)
+        if self.opponent_agent is None:
             if live.size == state.batch_size:
                 observations = self._observe(state)
                 actions[:] = self.rollout_agent.act(observations, masks)
             else:
                 observations = self._observe(state)[live]
                 actions[live] = self.rollout_agent.act(observations, masks[live])
-            events = play(actions)
-            depth += 1
+            return actions
+        own = state.current_player[live] == 0
+        reads = (self._rollout_reads and own.any()) or (self._opponent_reads and not own.all())
+        observations = (self._encoder.encode(state, state.current_player) if reads
+                        else np.zeros((state.batch_size, self.size), np.float32))
+        for agent, rows in ((self.rollout_agent, live[own]), (self.opponent_agent, live[~own])):
+            if rows.size:
+                actions[rows] = agent.act(observations[rows], masks[rows])
+        return actions
 
     def _leaf_values(
         self, leaves: list[tuple[np.ndarray, BatchState, np.ndarray]], batch_size: int
@@ -820,6 +1017,59 @@ def _is_searched(phases: np.ndarray, legal_counts: np.ndarray) -> np.ndarray:
     """The decisions the search makes: past the setup phase (whose reveals the base agent
     decides), with a choice to make. bool (R,) from int (R,) phases and legal counts."""
     return (phases != Phase.INITIAL_REVEAL) & (legal_counts > 1)
+
+
+def _action_plan(masks: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The one-step rollouts of ``masks`` (bool (R, A)) on ``count`` samples per row, row
+    by row, action-major and sample-minor (every action sees the same samples and
+    streams): (row, action, sample), int (N,) each."""
+    row_of, action_of, sample_of = [], [], []
+    for i in range(masks.shape[0]):
+        legal = np.flatnonzero(masks[i])
+        row_of.append(np.full(legal.size * count, i))
+        action_of.append(np.repeat(legal, count))
+        sample_of.append(np.tile(np.arange(count), legal.size))
+    return np.concatenate(row_of), np.concatenate(action_of), np.concatenate(sample_of)
+
+
+def _cross_fitted(follow: FollowUps, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each two-step (action, sample)'s value: that of the follow-up chosen without it.
+
+    The samples are split in two halves (even and odd sample index). In each observation
+    group the follow-up with the best mean (ties: lower id) on one half is the one whose
+    value the other half's samples take, and the other way round, so no sample's value
+    comes from a choice its own noise made (the maximum of noisy means is biased upwards,
+    most in the small groups a draw splits the samples into). A group with samples in one
+    half only takes the base agent's follow-up there: its few samples would pick mostly
+    noise, and the base choice is what the one-step search plays after the action.
+
+    Args:
+        follow: The follow-ups (`SearchAgent._follow_ups`).
+        values: float64 (N,), the rollout value of each ``(follow.start, follow.action)``.
+
+    Returns:
+        Per game (``follow.pair``, ``follow.sample`` order) the follow-up chosen for it,
+        int64 (G,), and its value there, float64 (G,).
+    """
+    games, actions_count = follow.pair.size, follow.candidates.shape[1]
+    table = np.zeros((games, actions_count))
+    table[follow.start, follow.action] = values
+    groups = follow.candidates.shape[0]
+    half = follow.sample % 2
+    best, seen = [], []
+    for h in (0, 1):
+        inside = half == h
+        sums = np.zeros((groups, actions_count))
+        np.add.at(sums, follow.group[inside], table[inside])
+        sizes = np.bincount(follow.group[inside], minlength=groups)
+        means = np.where(follow.candidates, sums / np.maximum(sizes, 1)[:, None], -np.inf)
+        best.append(means.argmax(axis=1))
+        seen.append(sizes > 0)
+    other = 1 - half
+    from_other = np.where(other == 0, best[0][follow.group], best[1][follow.group])
+    other_seen = np.where(other == 0, seen[0][follow.group], seen[1][follow.group])
+    chosen = np.where(other_seen, from_other, follow.base[follow.group]).astype(np.int64)
+    return chosen, table[np.arange(games), chosen]
 
 
 def _concatenate(batches: list[BatchState]) -> BatchState:
