@@ -1,6 +1,6 @@
 """Command line of ``skyjo-compare``: two settings of an agent judged on the same deals.
 
-Two subcommands (`agents.evaluation.compare`)::
+Three subcommands (`agents.evaluation.compare`, `agents.evaluation.curves`)::
 
     # two evaluate.py runs with the same --seed and player count, each with --games-csv
     python evaluate.py --agents SPEC_A ev --games 2000 --seed 2 --games-csv a.games.csv
@@ -10,12 +10,18 @@ Two subcommands (`agents.evaluation.compare`)::
     # networks, each played against ev in every other seat on the same games
     skyjo-compare networks models/ppo_2p.zip runs/x/best.zip [--games 10000] [--seed 4242]
 
-Each prints every win rate with its 95% interval and, from the second on, its difference
+    # training runs' learning curves (their eval.jsonl), as a table and a chart
+    skyjo-compare curves runs/a [runs/b ...] [--out curves.png]
+
+``runs`` and ``networks`` print every win rate with its 95% interval and, from the second on, its difference
 from the first's on the same deal groups with the interval of that paired difference
 (``python -m agents.cli.compare`` works the same). Files that cannot be paired (other
 seeds or player counts, no deal group in common, not a ``--games-csv`` file), networks
 trained for other rules, an unreadable checkpoint or a bad count end the run with a
-one-line message on stderr and exit status 2.
+one-line message on stderr and exit status 2. ``curves`` prints, per run and opponent,
+the first, best and last evaluated win rate (the best with its step count and stage), and
+with ``--out`` draws every evaluation, stage starts marked; a damaged ``eval.jsonl`` is a
+one-line message naming its line.
 """
 
 from __future__ import annotations
@@ -33,13 +39,15 @@ from agents.evaluation.compare import (
     network_deal_shares,
     paired_runs,
 )
+from agents.evaluation.curves import EvalLogError, read_eval_log, render_curves
 
 PROG = "skyjo-compare"
 EXAMPLES = """examples:
   python evaluate.py --agents SPEC_A ev --games 2000 --seed 2 --games-csv a.games.csv
   python evaluate.py --agents SPEC_B ev --games 2000 --seed 2 --games-csv b.games.csv
   skyjo-compare runs a.games.csv b.games.csv [--agent 0]
-  skyjo-compare networks models/ppo_2p.zip runs/x/best.zip [--games 10000] [--seed 4242]"""
+  skyjo-compare networks models/ppo_2p.zip runs/x/best.zip [--games 10000] [--seed 4242]
+  skyjo-compare curves runs/recipe_3p [--out runs/recipe_3p/curve.png]"""
 EXIT_USAGE = 2
 #: Width of the first column (file or network names).
 _NAME_WIDTH = 40
@@ -54,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXAMPLES,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{runs,networks}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{runs,networks,curves}")
     runs = commands.add_parser(
         "runs",
         help="pair two evaluate.py runs (same --seed and player count) on their common deals",
@@ -77,6 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
     networks.add_argument("networks", nargs="+", type=Path, help="skyjo-rl checkpoints")
     networks.add_argument("--games", type=int, default=10000, help="games (default 10000)")
     networks.add_argument("--seed", type=int, default=4242, help="seed of the deals (default 4242)")
+    curves = commands.add_parser(
+        "curves",
+        help="training runs' learning curves (eval.jsonl) as a table and a chart",
+        description="Read each run's eval.jsonl (a run directory or the file) and print per "
+        "opponent its first, best and last evaluated win rate; with --out, draw every "
+        "evaluation against the step count (a staged run's stage starts marked).",
+    )
+    curves.add_argument("runs", nargs="+", type=Path, help="run directories or eval.jsonl files")
+    curves.add_argument("--out", type=Path, default=None, help="write the chart to this PNG file")
     return parser
 
 
@@ -132,6 +150,50 @@ def compare_networks(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_curves(args: argparse.Namespace) -> int:
+    """``skyjo-compare curves``: print each run's first, best and last win rates, and with
+    ``--out`` write the chart."""
+    from agents.evaluation.report import write_atomic
+
+    try:
+        runs = {str(run): read_eval_log(run) for run in args.runs}
+    except EvalLogError as error:
+        return _fail(str(error), EXIT_USAGE)
+    print(f"{'run, opponent':<{_NAME_WIDTH}} {'first':>7} {'best':>7} {'last':>7}  best at")
+    for run, evaluations in runs.items():
+        for opponent in sorted({name for e in evaluations for name in e.win_rates}):
+            logged = [e for e in evaluations if opponent in e.win_rates]
+            best = max(logged, key=lambda e: e.win_rates[opponent][0])
+            rates = [e.win_rates[opponent][0] for e in (logged[0], best, logged[-1])]
+            where = f"{best.timesteps:,} steps" + (f" ({best.stage})" if best.stage else "")
+            print(f"{f'{run}, {opponent}':<{_NAME_WIDTH}} "
+                  + " ".join(f"{rate:>7.1%}" for rate in rates) + f"  {where}")
+    if args.out is not None:
+        players = {_run_players(run) for run in args.runs}
+        parity = 1 / players.pop() if len(players) == 1 and None not in players else None
+        try:
+            write_atomic(args.out, render_curves(runs, parity=parity))
+        except OSError as error:
+            return _fail(f"cannot write {args.out}: {error}", EXIT_USAGE)
+        print(f"chart written to {args.out}")
+    return 0
+
+
+def _run_players(run: Path) -> int | None:
+    """The table size of a run directory's ``config.yaml`` (for the chart's even-share
+    line), or None where there is none or it cannot be read."""
+    from skyjo_env.core.safe_yaml import YamlFileError, load_yaml_file
+
+    config = run / "config.yaml" if run.is_dir() else run.parent / "config.yaml"
+    if not config.is_file():
+        return None
+    try:
+        players = load_yaml_file(config, "run config").get("num_players")
+    except (YamlFileError, AttributeError):
+        return None
+    return players if isinstance(players, int) and 2 <= players <= 8 else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``skyjo-compare``.
 
@@ -148,7 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse has printed its message already
         return int(exit_.code or 0)
     try:
-        return compare_runs(args) if args.command == "runs" else compare_networks(args)
+        command = {"runs": compare_runs, "networks": compare_networks,
+                   "curves": compare_curves}[args.command]
+        return command(args)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
 

@@ -155,3 +155,13 @@ def test_staged_run__killed_and_resumed_equals_the_uninterrupted_run(
         assert torch.equal(tensor, final["killed"][name]), name
     assert _scalars(killed) == _scalars(whole)
     assert read_metadata(killed / "best.zip")["score"] == read_metadata(whole / "best.zip")["score"]
+
+
+@pytest.mark.slow
+def test_staged_run__eval_log_reads_as_a_curve_with_its_stage_starts(whole):
+    from agents.evaluation.curves import read_eval_log, stage_starts
+
+    evaluations = read_eval_log(whole)
+    assert [e.timesteps for e in evaluations] == [1024, 2048, 3072, 4096, 5120]
+    assert stage_starts(evaluations) == [(0, "grid"), (2048, "feeding")]
+    assert all(low <= rate <= high for e in evaluations for rate, low, high in e.win_rates.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,33 @@ def test_compare_networks__bad_input_is_one_line_exit_2(capsys, networks, extra,
 def test_compare__missing_subcommand_is_a_usage_error(capsys):
     assert main([]) == 2
     assert "{runs,networks}" in capsys.readouterr().err
+
+
+def _eval_log(run_dir, rates_by_stage: list[tuple[str, float]]) -> None:
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("num_players: 3\n")
+    lines = [json.dumps({"timesteps": (i + 1) * 1000, "stage": stage,
+                         "results": {"ev": {"win_rate": rate,
+                                            "win_rate_ci": [rate - 0.02, rate + 0.02]}}})
+             for i, (stage, rate) in enumerate(rates_by_stage)]
+    (run_dir / "eval.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_compare_curves__prints_first_best_last_and_writes_the_chart(tmp_path, capsys):
+    _eval_log(tmp_path / "run", [("grid", 0.30), ("grid", 0.45), ("finetune", 0.62),
+                                 ("finetune", 0.58)])
+    chart = tmp_path / "curve.png"
+    assert main(["curves", str(tmp_path / "run"), "--out", str(chart)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith(f"{tmp_path / 'run'}, ev"))
+    assert row.split()[-6:] == ["30.0%", "62.0%", "58.0%", "3,000", "steps", "(finetune)"]
+    assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+def test_compare_curves__a_damaged_log_is_one_line_exit_2(tmp_path, capsys):
+    _eval_log(tmp_path / "run", [("grid", 0.30)])
+    with (tmp_path / "run" / "eval.jsonl").open("a") as log:
+        log.write('{"timesteps": 2000, "results": {"ev": {"win_rate": "high"}}}\n')
+    assert main(["curves", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "line 2" in err and "win_rate" in err and len(err.splitlines()) == 1
