@@ -59,8 +59,21 @@ class OpponentPool:
 
 def frozen_copy(model, name: str) -> PPOAgent:
     """A `PPOAgent` on a deep copy of ``model``'s policy (in eval mode), named ``name``:
-    training the model on does not change it."""
+    training the model on does not change it.
+
+    The policy's action distribution keeps the last distribution it built; right after a
+    gradient step (a run's final evaluation follows its last update) that one holds
+    logits inside a gradient graph, which torch refuses to deep-copy. It is a cache
+    every forward pass rebuilds, so the copy is taken without it.
+    """
+    action_dist = model.policy.action_dist
+    last = action_dist.__dict__.pop("distribution", None)
+    try:
+        policy = copy.deepcopy(model.policy)
+    finally:
+        if last is not None:
+            action_dist.distribution = last
     snapshot = copy.copy(model)
-    snapshot.policy = copy.deepcopy(model.policy)
+    snapshot.policy = policy
     snapshot.policy.set_training_mode(False)
     return PPOAgent(snapshot, name=name)
