@@ -106,7 +106,7 @@ def test_compare_networks__bad_input_is_one_line_exit_2(capsys, networks, extra,
 
 def test_compare__missing_subcommand_is_a_usage_error(capsys):
     assert main([]) == 2
-    assert "{runs,networks}" in capsys.readouterr().err
+    assert "{runs,networks,curves}" in capsys.readouterr().err
 
 
 def _eval_log(run_dir, rates_by_stage: list[tuple[str, float]]) -> None:
