@@ -48,7 +48,8 @@ def test_info__lists_presets_networks_and_the_default_agent_per_table_size(clien
     assert DEFAULT_NETWORKS[2] in info["networks"]
     assert info["default_agents"]["2"] == NET_2P
     assert info["default_agents"]["4"] == NET_4P
-    assert info["default_agents"]["3"] == "ev"
+    assert info["default_agents"]["3"] == f"ppo:{DEFAULT_NETWORKS[3]}"
+    assert info["default_agents"]["6"] == "ev"  # no network for 6 players yet
     assert info["allow_module_specs"] is False
 
 
@@ -73,9 +74,9 @@ def test_play__default_opponent_is_the_strongest_network_for_two_players(client)
     assert view["notices"] == []
 
 
-def test_play__three_players_fall_back_to_ev_and_say_so(client):
-    view = new_game(client, players=3, seed=5)
-    assert [s["spec"] for s in view["seats"][1:]] == ["ev", "ev"]
+def test_play__six_players_fall_back_to_ev_and_say_so(client):
+    view = new_game(client, players=6, seed=5)
+    assert [s["spec"] for s in view["seats"][1:]] == ["ev"] * 5
     assert any("no network" in line for line in view["notices"])
 
 
