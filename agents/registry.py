@@ -373,17 +373,15 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
             "(e.g. 'search:ev' or 'search(samples=16):ev')"
         )
     base_spec = rest[1:].strip()
-    if base_spec == "search" or base_spec.startswith(("search:", "search(")):
+    search = importlib.import_module("agents.search")
+    if search.is_search_spec(base_spec):
         raise AgentSpecError(
             f"agent spec {spec!r}: a search over a search is refused (each level multiplies "
             "a decision's rollouts, about a hundred times); search over the base agent, "
             "with more samples or depth if wanted"
         )
     settings = _search_settings(options_text, spec, over_network=base_spec.startswith("ppo:"))
-    search = importlib.import_module("agents.search")
-    # the base agent gets its own seed, spawned from the search agent's
-    base_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
-    base = make_agent(base_spec, rules, base_seed)
+    base = make_agent(base_spec, rules, _spawned_seed(seed, 1))
     value_fn = prior_fn = rollout_agent = None
     if (settings.leaf == "critic" or settings.top_actions is not None
             or settings.rollout_precision != "float32"):
@@ -398,14 +396,19 @@ def _make_search(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     )
 
 
+def _spawned_seed(seed: int, key: int) -> int:
+    """The seed of a search's ``key``-th inner agent (1: the base, 2: the opponents),
+    spawned from the search agent's own, so each has a stream of its own."""
+    return int(np.random.SeedSequence([seed, key]).generate_state(1)[0])
+
+
 def _search_opponent(opponents: str | None, rules: SkyjoRules, seed: int, spec: str):
     """The agent of ``search(opponents=SPEC)`` (None without one), built like any spec with
     its own seed, spawned from the search agent's (the options refused a search before)."""
     if opponents is None:
         return None
-    opponent_seed = int(np.random.SeedSequence([seed, 2]).generate_state(1)[0])
     try:
-        return make_agent(opponents, rules, opponent_seed)
+        return make_agent(opponents, rules, _spawned_seed(seed, 2))
     except AgentSpecError as error:
         raise AgentSpecError(
             f"agent spec {shorten(repr(spec), 80)}: search option opponents: {error}"

@@ -16,6 +16,7 @@ from agents.search.agent import (
     SearchOptionError,
     SearchOptions,
     ValueFunction,
+    is_search_spec,
     search_options,
 )
 from agents.search.observed import ObservationMismatchError, state_from_observations
@@ -34,6 +35,7 @@ __all__ = [
     "SearchOptionError",
     "SearchOptions",
     "ValueFunction",
+    "is_search_spec",
     "search_options",
     "state_from_observations",
 ]

@@ -319,7 +319,7 @@ class SearchOptions:
             raise SearchOptionError(
                 f"search option opponents is {len(spec):,} characters long; at most "
                 f"{MAX_OPPONENTS_LENGTH:,}")
-        if spec.strip() == "search" or spec.strip().startswith(("search:", "search(")):
+        if is_search_spec(spec):
             raise SearchOptionError(
                 f"search option opponents={_shown(spec)} is a search: a search in the "
                 "rollouts is refused (it multiplies a decision's rollouts, about a hundred "
@@ -1013,6 +1013,13 @@ def paired_advantage(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return differences.mean(axis=-1), error
 
 
+def is_search_spec(spec: str) -> bool:
+    """Whether the agent spec ``spec`` names a search (``search``, ``search:BASE`` or
+    ``search(OPTIONS):BASE``), which may not be searched over or play inside a search."""
+    spec = spec.strip()
+    return spec == "search" or spec.startswith(("search:", "search("))
+
+
 def _is_searched(phases: np.ndarray, legal_counts: np.ndarray) -> np.ndarray:
     """The decisions the search makes: past the setup phase (whose reveals the base agent
     decides), with a choice to make. bool (R,) from int (R,) phases and legal counts."""
@@ -1095,6 +1102,7 @@ __all__ = [
     "ValueFunction",
     "action_evidence",
     "choose",
+    "is_search_spec",
     "search_options",
     "expected_grid_scores",
     "expected_round_scores",
