@@ -475,6 +475,30 @@ def checkpoint_path(spec: str, num_players: int | None = None) -> str | None:
     return path
 
 
+def checkpoint_paths(spec: str, num_players: int | None = None) -> list[str]:
+    """Every checkpoint a spec loads: its base's (`checkpoint_path`) and that of a search's
+    ``opponents=SPEC`` (``search(opponents=ppo:PATH):ppo:PATH``), in that order, without
+    repeats; empty for a spec without a network. The spec's form is not checked here
+    (`make_agent` does): options that do not parse name no checkpoint.
+
+    Args:
+        spec: The agent spec.
+        num_players: The table size, to say which file ``ppo:best`` loads.
+    """
+    paths = [checkpoint_path(spec, num_players)]
+    rest = spec.strip()
+    while rest.startswith(("search:", "search(")):
+        options_text, rest = _split_search(rest)
+        rest = rest[1:].strip()
+        try:
+            opponents = _parse_search_options(options_text, spec).get("opponents")
+        except AgentSpecError:
+            opponents = None
+        if isinstance(opponents, str):
+            paths.append(checkpoint_path(opponents, num_players))
+    return list(dict.fromkeys(path for path in paths if path is not None))
+
+
 def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
     """Build the agent a spec names.
 

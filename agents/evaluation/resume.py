@@ -42,7 +42,7 @@ import numpy as np
 
 from agents.atomic import atomic_path
 from agents.evaluation.games import GameRecords, games_per_deal
-from agents.registry import checkpoint_path
+from agents.registry import checkpoint_paths
 from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
 
@@ -99,8 +99,7 @@ def tournament_identity(
     layout version (`FORMAT`), not compared."""
     checkpoints = {}
     for spec in specs:
-        path = checkpoint_path(spec, rules.num_players)
-        if path is not None:
+        for path in checkpoint_paths(spec, rules.num_players):
             checkpoints[path] = file_digest(path)
     identity = {
         "format": FORMAT,

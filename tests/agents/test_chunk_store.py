@@ -14,7 +14,7 @@ from agents.baselines.heuristics import EVAgent, GreedyAgent
 from agents.cli.evaluate import main
 from agents.evaluation.games import GameRecords, play_deals
 from agents.evaluation.resume import ChunkStore, ResumeError, file_digest, tournament_identity
-from agents.registry import checkpoint_path
+from agents.registry import checkpoint_path, checkpoint_paths
 from skyjo_env.core.rules import SkyjoRules
 
 SPECS = ["ev", "greedy"]
@@ -64,6 +64,17 @@ def test_chunk_store__a_checkpoint_changed_since_is_refused(tmp_path):
     assert checkpoint_path(specs[1]) == str(network)
     ChunkStore(tmp_path / "run", _identity(specs=specs))
     with network.open("ab") as handle:  # retrained at the same path
+        handle.write(b"\0")
+    with pytest.raises(ResumeError, match=f"checkpoint '{network}' changed since"):
+        ChunkStore(tmp_path / "run", _identity(specs=specs))
+
+
+def test_chunk_store__an_opponents_checkpoint_changed_since_is_refused(tmp_path):
+    network = tmp_path / "opponent.zip"
+    shutil.copy("models/ppo_2p.zip", network)
+    specs = ["ev", f"search(samples=2,opponents=ppo:{network}):ppo:models/ppo_2p.zip"]
+    ChunkStore(tmp_path / "run", _identity(specs=specs))
+    with network.open("ab") as handle:  # the opponent model retrained at the same path
         handle.write(b"\0")
     with pytest.raises(ResumeError, match=f"checkpoint '{network}' changed since"):
         ChunkStore(tmp_path / "run", _identity(specs=specs))
@@ -128,3 +139,16 @@ def test_main__resume_without_ray_or_into_a_file_is_a_one_line_error(tmp_path, c
 ])
 def test_checkpoint_path__the_file_a_spec_loads(spec, path):
     assert checkpoint_path(spec) == path
+
+
+@pytest.mark.parametrize("spec, paths", [
+    ("ppo:a.zip", ["a.zip"]),
+    ("search(opponents=ppo:o.zip):ppo:b.zip", ["b.zip", "o.zip"]),
+    ("search(opponents=ppo:b.zip,samples=4):ppo:b.zip", ["b.zip"]),
+    ("search(opponents=ev):ppo:b.zip", ["b.zip"]),
+    ("search(opponents=ppo:o.zip):ev", ["o.zip"]),
+    ("search(samples=x,opponents=ppo:o.zip):ev", []),  # options that do not parse
+    ("ev", []),
+])
+def test_checkpoint_paths__the_base_and_the_opponents_files(spec, paths):
+    assert checkpoint_paths(spec) == paths
