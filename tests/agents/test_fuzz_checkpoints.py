@@ -224,6 +224,7 @@ def test_fuzz__mutated_checkpoint_is_refused_by_the_loader_in_one_line(tiny_run,
     assert file_hashes(tmp_path) == before, what
 
 
+@pytest.mark.slow  # a train.py process each
 @pytest.mark.parametrize("seed", range(3))
 def test_fuzz__mutated_resume_state_through_train_cli_exits_2_with_one_line(
         tiny_run, tmp_path, seed):

@@ -262,7 +262,7 @@ def test_load_sweep_space__billion_laughs_is_a_short_line_at_once(tmp_path):
 
 def test_load_rules__a_huge_value_is_repeated_short(tmp_path):
     path = tmp_path / "rules.yaml"
-    path.write_text("deck: [" + ", ".join(["[x, 1]"] * 50_000) + "]\n")
+    path.write_text("deck: [" + ", ".join(["[x, 1]"] * 5_000) + "]\n")  # about 40 kB shown whole
     with pytest.raises(ValueError) as caught:
         load_rules(path)
     assert len(str(caught.value)) < 500 and "SkyjoRules.deck=" in str(caught.value)

@@ -290,6 +290,7 @@ def _copy_run(tiny_run: Path, tmp_path: Path) -> Path:
     return run
 
 
+@pytest.mark.slow  # a train.py process
 def test_train_cli__numpy_position_far_past_the_key_exits_2_with_one_line(tiny_run, tmp_path):
     # before: np.random.set_state took pos=10**8 and the process died with SIGSEGV
     run = _copy_run(tiny_run, tmp_path)
