@@ -104,6 +104,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from agents.search.batching import RolloutActor, unique_row_inverse
 from agents.search.luck import FEATURES, before_step, luck_adjusted, step_luck
 from agents.search.observed import state_from_observations
 from skyjo_env.core import (
@@ -841,7 +842,7 @@ class SearchAgent:
                                "decide again")
         observations = self._encoder.encode(after, np.zeros(after.batch_size, np.int64))
         masks = legal_action_mask(after)
-        _, seen = np.unique(observations, axis=0, return_inverse=True)
+        seen = unique_row_inverse(observations)
         # a group: one row's action and one observation after it (rows never mix)
         _, first_of, group = np.unique(pair * (int(seen.max()) + 1) + seen.ravel(),
                                           return_index=True, return_inverse=True)
@@ -877,6 +878,8 @@ class SearchAgent:
 
         events = play(first_actions.astype(np.int64))
         depth = 0
+        actors = (RolloutActor(self.rollout_agent),
+                  None if self.opponent_agent is None else RolloutActor(self.opponent_agent))
         own_turn_leaves = bool(getattr(self.value_fn, "own_turn_leaves", False))
         while True:
             ended = running & ((events & (layout.EVENT_ROUND_ENDED | layout.EVENT_TRUNCATED)) != 0)
@@ -901,31 +904,36 @@ class SearchAgent:
                 state, ids = _take(state, live), ids[live]
                 running = np.ones(live.size, bool)
                 live = np.arange(live.size)
-            events = play(self._rollout_actions(state, live))
+            events = play(self._rollout_actions(state, live, actors))
             depth += 1
 
-    def _rollout_actions(self, state: BatchState, live: np.ndarray) -> np.ndarray:
+    def _rollout_actions(
+        self, state: BatchState, live: np.ndarray,
+        actors: tuple[RolloutActor, RolloutActor | None],
+    ) -> np.ndarray:
         """The rollout's next action in the games ``live`` (int (L,)) of ``state``, -1
         elsewhere: the rollout agent's in every seat, or with an ``opponent_agent`` its
-        own in seat 0 and the opponent's in the others (one ``act`` call each).
-        int64 (B,)."""
+        own in seat 0 and the opponent's in the others (asked through ``actors``, this
+        rollout's `RolloutActor` of each: one ``act`` call each, or for a network one
+        per slice of its distinct rows). int64 (B,)."""
         masks = legal_action_mask(state)
         actions = np.full(state.batch_size, -1, np.int64)
-        if self.opponent_agent is None:
+        own_actor, opponent_actor = actors
+        if opponent_actor is None:
             if live.size == state.batch_size:
                 observations = self._observe(state)
-                actions[:] = self.rollout_agent.act(observations, masks)
+                actions[:] = own_actor.act(observations, masks)
             else:
                 observations = self._observe(state)[live]
-                actions[live] = self.rollout_agent.act(observations, masks[live])
+                actions[live] = own_actor.act(observations, masks[live])
             return actions
         own = state.current_player[live] == 0
         reads = (self._rollout_reads and own.any()) or (self._opponent_reads and not own.all())
         observations = (self._encoder.encode(state, state.current_player) if reads
                         else np.zeros((state.batch_size, self.size), np.float32))
-        for agent, rows in ((self.rollout_agent, live[own]), (self.opponent_agent, live[~own])):
+        for actor, rows in ((own_actor, live[own]), (opponent_actor, live[~own])):
             if rows.size:
-                actions[rows] = agent.act(observations[rows], masks[rows])
+                actions[rows] = actor.act(observations[rows], masks[rows])
         return actions
 
     def _leaf_values(

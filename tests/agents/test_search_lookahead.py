@@ -62,8 +62,8 @@ def test_search__opponents_play_every_seat_but_seat_0_in_the_rollouts(monkeypatc
     decided = {"own": 0, "others": 0}
     real = SearchAgent._rollout_actions
 
-    def checked(self, state, live):
-        actions = real(self, state, live)
+    def checked(self, state, live, actors):
+        actions = real(self, state, live, actors)
         legal = legal_action_mask(state)[live]
         ids = np.arange(legal.shape[1])
         seat_0 = state.current_player[live] == 0
