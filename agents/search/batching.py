@@ -7,16 +7,23 @@ With a network that decides each row from that row alone (a greedy `agents.ppo` 
 - identical rows are computed once (`distinct_rows`): right after the searched action,
   the next seat to act sees the same thing in most samples of a row (it sees neither
   the redealt face-down cards nor the draw pile), so the first steps of a rollout batch
-  repeat most of their (observation, mask) rows; later steps drift apart, and merging
+  repeat most of their (observation, mask) rows (about 70%, 35%, 20% in the first three
+  steps of ``search(lookahead=two):ppo:...``); later steps drift apart, and merging
   stops once a step finds few repeats (`RolloutActor`);
-- the remaining rows go to the network in slices of at most `NETWORK_ROWS` (a float32
-  MLP over ~13,000 rows runs ~10-15% slower per row than over a few thousand on one
-  core: its activations no longer fit the caches).
+- the rows go to the network in calls of at most `NETWORK_ROWS` (a float32 MLP over
+  ~13,000 rows runs ~10-15% slower per row than over a few thousand on one core: its
+  activations no longer fit the caches).
 
-Both rely on the network's output for a row not depending on the other rows of its
-batch, which holds for these float32 and bfloat16 CPU kernels (every rollout and retest
-value stays bit-identical, checked on the shipped networks), and which the module
-docstring of `agents.search.agent` already assumes for the split of a large batch.
+Same actions bit for bit: a row's logits do not depend on the other rows of its call,
+except that the matrix kernels round the last ``N % 4`` rows of a call of ``N`` rows
+through another path (one float32 bit apart in some of them, measured on the shipped
+networks). `call_plan` therefore keeps every row where it was: rows of whole `BLOCK`s in
+whole blocks, the last ``N % BLOCK`` rows at the end of the last call, in order. That
+holds for any kernel block dividing `BLOCK` with one torch thread (the search's setting on
+one core); with several threads a small call may split its last rows otherwise, so a
+greedy action could then differ where two logits are a rounding step apart, as with the
+plain search's own batch splits (`agents.search.agent`). The critic's leaf values are
+computed in one call, as before.
 An agent that may draw random numbers or read the whole batch (``random``, a sampling
 network) is called on every row at once, as before.
 """
@@ -27,8 +34,15 @@ import numpy as np
 
 from skyjo_env.protocol import Agent, reads_observations
 
-#: Most rows a row-alone agent (`decides_rows_alone`) is called with at once.
+#: Most rows a row-alone agent (`decides_rows_alone`) is called with at once (a multiple
+#: of `BLOCK`).
 NETWORK_ROWS = 4096
+
+#: Rows a network's matrix kernels take together (a multiple of them): the last
+#: ``N % BLOCK`` rows of a call of ``N`` rows may be rounded otherwise than the others
+#: (4 on the CPUs measured: one float32 bit in some of them), so `call_plan` keeps every
+#: row in whole blocks or at the same distance from its call's end, as it was.
+BLOCK = 64
 
 #: Merging identical rows goes on while at least this share of a step's rows repeat
 #: another (below it, finding the repeats costs about what it saves).
@@ -61,15 +75,10 @@ def distinct_rows(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         int64 (N,): for each row the index of a row equal to it bit for bit (itself when
         none comes first); ``rep[rep] == rep``.
     """
+    observations = np.ascontiguousarray(observations)
     n = observations.shape[0]
-    weights = np.random.default_rng(_KEY_SEED).random((2, observations.shape[1]),
-                                                     dtype=np.float32)
-    # einsum, not ``@``: a BLAS call may start threads that then spin, beside a network
-    # pinned to one core (its own loop is as fast at these sizes)
-    high, low = (np.einsum("ij,j->i", observations, w).astype(np.float32).view(np.uint32)
-                 for w in weights)
-    keys = (high.astype(np.uint64) << np.uint64(32)) | low
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(_row_keys(observations), return_index=True,
+                                  return_inverse=True)
     rep = first[inverse].astype(np.int64)
     merged = np.flatnonzero(rep != np.arange(n))
     if merged.size:
@@ -78,6 +87,19 @@ def distinct_rows(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
                 & (masks[merged] == masks[rep[merged]]).all(axis=1))
         rep[merged[~same]] = merged[~same]  # a collision: its own row
     return rep
+
+
+def _row_keys(observations: np.ndarray) -> np.ndarray:
+    """A 64-bit key per row of ``observations`` (float (N, O)): the bits of two float32
+    projections. Equal rows get equal keys as a rule (a miss costs a network row, never
+    a wrong action); unequal ones rarely do. uint64 (N,)."""
+    weights = np.random.default_rng(_KEY_SEED).random((2, observations.shape[1]),
+                                                     dtype=np.float32)
+    # einsum, not ``@``: a BLAS call may start threads that then spin beside the network
+    # (its own loop is as fast at these sizes)
+    high, low = (np.einsum("ij,j->i", observations, w).astype(np.float32).view(np.uint32)
+                 for w in weights)
+    return (high.astype(np.uint64) << np.uint64(32)) | low
 
 
 def unique_row_inverse(rows: np.ndarray) -> np.ndarray:
@@ -90,20 +112,37 @@ def unique_row_inverse(rows: np.ndarray) -> np.ndarray:
     return rank.ravel()[position.ravel()]
 
 
-def _slices(rows: int) -> list[tuple[int, int]]:
-    """(first, end) of the fewest equal slices of ``rows`` rows with at most
-    `NETWORK_ROWS` each (equal: no small last slice, whose call costs more per row)."""
-    count = max(1, -(-rows // NETWORK_ROWS))
-    ends = [rows * k // count for k in range(count + 1)]
-    return list(zip(ends[:-1], ends[1:], strict=True))
+def call_plan(body: np.ndarray, tail: np.ndarray) -> list[np.ndarray]:
+    """The rows of each network call that computes rows as a batch's own call did.
+
+    Args:
+        body: int (U,), rows that sat in whole `BLOCK`s of their batch (its first
+            ``N - N % BLOCK`` rows, or the distinct ones among them).
+        tail: int (N % BLOCK,), the batch's last rows, in order.
+
+    Returns:
+        int64 arrays, one per call: ``body`` in the fewest slices of at most
+        `NETWORK_ROWS` rows, each a multiple of `BLOCK` long (the last one padded by
+        repeating its first row), and ``tail`` at the end of the last call. Every body
+        row is thus again in a whole block and every tail row as far from its call's end
+        as before.
+    """
+    count = max(1, -(-body.size // NETWORK_ROWS))
+    size = max(BLOCK, -(-body.size // (count * BLOCK)) * BLOCK)
+    calls = [body[first:first + size] for first in range(0, body.size, size)] or [body]
+    last = calls[-1]
+    padding = np.full(-last.size % BLOCK, last[0] if last.size else 0, body.dtype)
+    calls[-1] = np.concatenate([last, padding, tail]).astype(np.int64)
+    return calls
 
 
 class RolloutActor:
     """One agent's actions through one rollout (a batch of games stepped together).
 
     An agent that decides rows alone (`decides_rows_alone`) is asked once per distinct
-    row while a step finds at least `MERGE_WHILE` of its rows repeated, and in slices of
-    `NETWORK_ROWS` rows; any other agent once per step on all its rows.
+    row while a step finds at least `MERGE_WHILE` of its rows repeated, in calls of at
+    most `NETWORK_ROWS` rows laid out by `call_plan`; any other agent once per step on all
+    its rows.
 
     Args:
         agent: The agent.
@@ -116,23 +155,22 @@ class RolloutActor:
 
     def act(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """The agent's actions: int (N,) from observations float32 (N, O), masks bool (N, A)."""
-        if not self.sliced:
+        n = observations.shape[0]
+        whole = n - n % BLOCK  # rows in whole blocks
+        if not self.sliced or (not self.merging and n <= NETWORK_ROWS):
             return self.agent.act(observations, masks)
-        rows = None
-        if self.merging:
-            rep = distinct_rows(observations, masks)
-            rows = np.flatnonzero(rep == np.arange(rep.size))
-            self.merging = rows.size <= (1.0 - MERGE_WHILE) * rep.size
-            observations, masks = observations[rows], masks[rows]
-        actions = np.empty(observations.shape[0], np.int64)
-        for first, last in _slices(actions.size):
-            actions[first:last] = self.agent.act(observations[first:last], masks[first:last])
-        if rows is None:
-            return actions
-        every = np.empty(rep.size, np.int64)
-        every[rows] = actions
-        return every[rep]
+        body, rep = np.arange(whole), None
+        if self.merging and whole:
+            rep = distinct_rows(observations[:whole], masks[:whole])
+            body = np.flatnonzero(rep == body)
+            self.merging = body.size <= (1.0 - MERGE_WHILE) * whole
+        actions = np.empty(n, np.int64)
+        for rows in call_plan(body, np.arange(whole, n)):
+            actions[rows] = self.agent.act(observations[rows], masks[rows])
+        if rep is not None:
+            actions[:whole] = actions[rep]
+        return actions
 
 
-__all__ = ["MERGE_WHILE", "NETWORK_ROWS", "RolloutActor", "decides_rows_alone",
-           "distinct_rows", "unique_row_inverse"]
+__all__ = ["BLOCK", "MERGE_WHILE", "NETWORK_ROWS", "RolloutActor", "call_plan",
+           "decides_rows_alone", "distinct_rows", "unique_row_inverse"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.search.batching import NETWORK_ROWS
 from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
@@ -92,13 +91,8 @@ class CriticValue:
         """
         torch = self._torch
         obs = np.ascontiguousarray(observations, dtype=np.float32)
-        critic = np.empty(obs.shape[0], np.float64)
         with torch.inference_mode():
-            # in slices: faster per row, the same values (`agents.search.batching`)
-            for first in range(0, obs.shape[0], NETWORK_ROWS):
-                rows = torch.from_numpy(obs[first:first + NETWORK_ROWS])
-                critic[first:first + NETWORK_ROWS] = (
-                    self.policy.predict_values(rows)[:, 0].double().numpy())
+            critic = self.policy.predict_values(torch.from_numpy(obs))[:, 0].double().numpy()
         return critic + self.shaping_weight * grid_potential(obs, self._layout)
 
     def __call__(self, state: BatchState, round_ended: np.ndarray) -> np.ndarray:
