@@ -76,7 +76,10 @@ Not searched: rows with one legal action (that action), and initial reveals (the
 agent decides them; the rebuilt setup phase is not played on, see `observed`).
 
 All rollouts of all rows of one ``act`` call run in one batch, so a tournament's decisions
-are searched together. Above ``max_rollout_games`` rollout games the rows are searched in
+are searched together. A greedy network (`agents.search.batching.decides_rows_alone`) is
+asked for a step's actions once per distinct row, in calls of a few thousand rows laid
+out so that every row's logits round as in one call (`agents.search.batching`): faster,
+and the same actions. Above ``max_rollout_games`` rollout games the rows are searched in
 chunks, and a single row whose rollouts alone exceed it plays them in several batches of
 at most ``max_rollout_games`` games: its samples are drawn once, before the split, and
 every rollout game carries its own random stream, so the values are those of one batch
