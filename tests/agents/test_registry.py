@@ -224,15 +224,15 @@ def test_make_agent__search_over_ppo_best_reads_the_network_it_loads():
 
 def test_make_agent__ppo_best_without_a_network_for_the_table_is_one_line():
     with pytest.raises(AgentSpecError) as caught:
-        make_agent("ppo:best", SkyjoRules().replace(num_players=6), seed=0)
+        make_agent("ppo:best", SkyjoRules().replace(num_players=8), seed=0)
     message = str(caught.value)
     assert "\n" not in message
-    assert "no shipped network plays 6 players (models/ has them for 2, 3, 4, 5)" in message
-    assert "configs/recipes/6p.yaml" in message
+    assert "no shipped network plays 8 players (models/ has them for 2, 3, 4, 5, 6, 7)" in message
+    assert "configs/recipes/8p.yaml" in message
 
 
-def test_make_agent__ppo_best_loads_the_card_marked_strongest_at_3_and_5_players():
-    for players in (3, 5):
+def test_make_agent__ppo_best_loads_the_card_marked_strongest_at_3_5_6_and_7_players():
+    for players in (3, 5, 6, 7):
         agent = make_agent("ppo:best", SkyjoRules().replace(num_players=players), seed=0)
         assert agent.name.endswith(f"ppo_{players}p"), agent.name
 

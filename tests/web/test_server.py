@@ -49,7 +49,8 @@ def test_info__lists_presets_networks_and_the_default_agent_per_table_size(clien
     assert info["default_agents"]["2"] == NET_2P
     assert info["default_agents"]["4"] == NET_4P
     assert info["default_agents"]["3"] == f"ppo:{DEFAULT_NETWORKS[3]}"
-    assert info["default_agents"]["6"] == "ev"  # no network for 6 players yet
+    assert info["default_agents"]["7"] == f"ppo:{DEFAULT_NETWORKS[7]}"
+    assert info["default_agents"]["8"] == "ev"  # no network for 8 players yet
     assert info["allow_module_specs"] is False
 
 
@@ -74,9 +75,9 @@ def test_play__default_opponent_is_the_strongest_network_for_two_players(client)
     assert view["notices"] == []
 
 
-def test_play__six_players_fall_back_to_ev_and_say_so(client):
-    view = new_game(client, players=6, seed=5)
-    assert [s["spec"] for s in view["seats"][1:]] == ["ev"] * 5
+def test_play__eight_players_fall_back_to_ev_and_say_so(client):
+    view = new_game(client, players=8, seed=5)
+    assert [s["spec"] for s in view["seats"][1:]] == ["ev"] * 7
     assert any("no network" in line for line in view["notices"])
 
 
