@@ -463,13 +463,10 @@ def checkpoint_path(spec: str, num_players: int | None = None) -> str | None:
         num_players: The table size, to say which file ``ppo:best`` loads
             (`best_network`); without it, ``ppo:best`` gives ``"best"``.
     """
-    spec = spec.strip()
-    while spec.startswith(("search:", "search(")):
-        _, rest = _split_search(spec)
-        spec = rest[1:].strip()
-    if not spec.startswith("ppo:"):
+    _, base = _search_levels(spec)
+    if not base.startswith("ppo:"):
         return None
-    path = spec[len("ppo:"):]
+    path = base[len("ppo:"):]
     if path == BEST_NETWORK and num_players is not None:
         return str(best_network(num_players))
     return path
@@ -485,11 +482,9 @@ def checkpoint_paths(spec: str, num_players: int | None = None) -> list[str]:
         spec: The agent spec.
         num_players: The table size, to say which file ``ppo:best`` loads.
     """
+    options_texts, _ = _search_levels(spec)
     paths = [checkpoint_path(spec, num_players)]
-    rest = spec.strip()
-    while rest.startswith(("search:", "search(")):
-        options_text, rest = _split_search(rest)
-        rest = rest[1:].strip()
+    for options_text in options_texts:
         try:
             opponents = _parse_search_options(options_text, spec).get("opponents")
         except AgentSpecError:
@@ -497,6 +492,17 @@ def checkpoint_paths(spec: str, num_players: int | None = None) -> list[str]:
         if isinstance(opponents, str):
             paths.append(checkpoint_path(opponents, num_players))
     return list(dict.fromkeys(path for path in paths if path is not None))
+
+
+def _search_levels(spec: str) -> tuple[list[str], str]:
+    """``search(A):search(B):BASE`` -> ``(["A", "B"], "BASE")``: the options text of each
+    search level, outermost first (``""`` for ``search:``), and the spec under them all."""
+    options_texts, spec = [], spec.strip()
+    while spec.startswith(("search:", "search(")):
+        options_text, rest = _split_search(spec)
+        options_texts.append(options_text)
+        spec = rest[1:].strip()
+    return options_texts, spec
 
 
 def make_agent(spec: str, rules: SkyjoRules, seed: int) -> Agent:
