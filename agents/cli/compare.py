@@ -6,6 +6,8 @@ Three subcommands (`agents.evaluation.compare`, `agents.evaluation.curves`)::
     python evaluate.py --agents SPEC_A ev --games 2000 --seed 2 --games-csv a.games.csv
     python evaluate.py --agents SPEC_B ev --games 2000 --seed 2 --games-csv b.games.csv
     skyjo-compare runs a.games.csv b.games.csv [--agent 0]
+    # or, while two long runs with --resume are still playing (their chunks finished so far)
+    skyjo-compare runs runs/a.chunks runs/b.chunks
 
     # networks, each played against ev in every other seat on the same games
     skyjo-compare networks models/ppo_2p.zip runs/x/best.zip [--games 10000] [--seed 4242]
@@ -16,7 +18,8 @@ Three subcommands (`agents.evaluation.compare`, `agents.evaluation.curves`)::
 ``runs`` and ``networks`` print every win rate with its 95% interval and, from the second on, its difference
 from the first's on the same deal groups with the interval of that paired difference
 (``python -m agents.cli.compare`` works the same). Files that cannot be paired (other
-seeds or player counts, no deal group in common, not a ``--games-csv`` file), networks
+seeds or player counts, no deal group in common, not a ``--games-csv`` file or resume
+directory, a damaged chunk), networks
 trained for other rules, an unreadable checkpoint or a bad count end the run with a
 one-line message on stderr and exit status 2. ``curves`` prints, per run and opponent,
 the first, best and last evaluated win rate (the best with its step count and stage), and
@@ -68,12 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
         "runs",
         help="pair two evaluate.py runs (same --seed and player count) on their common deals",
         description="Pair two evaluate.py runs played with the same --seed and player count, "
-        "from the files they wrote with --games-csv, over the deal groups both played in "
-        "full: each run's win rate of one agent position and the mean per-deal difference "
-        "(second minus first) with its 95% Student-t interval.",
+        "from the files they wrote with --games-csv or from their --resume directories "
+        "(the chunks finished so far, so two long runs can be compared before they end), "
+        "over the deal groups both played in full: each run's win rate of one agent "
+        "position and the mean per-deal difference (second minus first) with its 95% "
+        "Student-t interval.",
     )
-    runs.add_argument("first", type=Path, help="--games-csv file of the first run")
-    runs.add_argument("second", type=Path, help="--games-csv file of the second run")
+    runs.add_argument("first", type=Path,
+                      help="--games-csv file or --resume directory of the first run")
+    runs.add_argument("second", type=Path,
+                      help="--games-csv file or --resume directory of the second run")
     runs.add_argument("--agent", type=int, default=0,
                       help="agent position, the order of --agents (default 0)")
     networks = commands.add_parser(

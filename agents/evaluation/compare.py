@@ -7,8 +7,9 @@ suggest. Two ways to get such pairs:
 
 - `paired_runs`: two ``evaluate.py`` runs already played with the same ``--seed`` and
   player count (a run of fewer games plays a prefix of a longer run's deals), read from the
-  per-game files both wrote with ``--games-csv``; compared over the deal groups both played
-  in full.
+  per-game files both wrote with ``--games-csv`` or from their ``--resume`` directories
+  (the chunks finished so far: two long runs can be paired before they end); compared
+  over the deal groups both played in full.
 - `network_deal_shares`: play each network (``ppo:PATH``) against ``ev`` in every other
   seat on the same games (same seed: the same deals, seats rotated).
 
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.evaluation.resume import ResumeError, read_finished_chunks
 from agents.evaluation.statistics import mean_confidence_interval, win_rate_interval
 from skyjo_env.core.errors import first_line, shorten
 
@@ -70,6 +72,42 @@ def read_games_csv(path: str | Path) -> dict[str, np.ndarray]:
     return {name: table[:, i] for i, name in enumerate(header)}
 
 
+def read_resume_games(directory: str | Path) -> dict[str, np.ndarray]:
+    """The games of the chunks finished so far in an ``evaluate.py --resume`` directory,
+    as the columns `read_games_csv` returns (``seed``, ``deal``, ``rotation`` and
+    ``agent_<i>_win_share``).
+
+    Args:
+        directory: The ``--resume`` directory.
+
+    Returns:
+        Column name -> float64 (G,), one entry per game of the finished chunks.
+
+    Raises:
+        PairingError: Not a resume directory, a damaged file in it, or no chunk finished.
+    """
+    try:
+        finished = read_finished_chunks(directory)
+    except ResumeError as error:
+        raise PairingError(str(error)) from None
+    if not finished.records:
+        raise PairingError(f"{directory}: no chunk finished yet (0 of {finished.chunks})")
+    deal = np.concatenate([part.deal for part in finished.records]).astype(np.float64)
+    shares = np.concatenate([part.win_share for part in finished.records])
+    columns = {"seed": np.full(deal.size, float(finished.seed)), "deal": deal,
+               "rotation": np.concatenate([part.rotation for part in finished.records])
+               .astype(np.float64)}
+    for i in range(finished.num_players):
+        columns[f"agent_{i}_win_share"] = shares[:, i]
+    return columns
+
+
+def read_run(path: str | Path) -> dict[str, np.ndarray]:
+    """A run's per-game columns: `read_resume_games` for a directory, else
+    `read_games_csv`."""
+    return read_resume_games(path) if Path(path).is_dir() else read_games_csv(path)
+
+
 def deal_shares(columns: dict[str, np.ndarray], agent: int) -> dict[int, float]:
     """Agent position ``agent``'s mean win share per deal group played in full.
 
@@ -97,8 +135,8 @@ def paired_runs(
     """One agent position's per-deal win shares in two runs, over their common deals.
 
     Args:
-        first: ``--games-csv`` file of the first run.
-        second: ``--games-csv`` file of the second run (same seed and player count).
+        first: ``--games-csv`` file or ``--resume`` directory of the first run.
+        second: The same of the second run (same seed and player count).
         agent: Agent position compared (the order of ``--agents``).
 
     Returns:
@@ -109,7 +147,7 @@ def paired_runs(
         PairingError: Unreadable files, other seeds or player counts, no such agent, or
             no deal group in common.
     """
-    runs = [read_games_csv(first), read_games_csv(second)]
+    runs = [read_run(first), read_run(second)]
     seeds = [set(run["seed"].astype(np.int64).tolist()) for run in runs]
     if len(seeds[0]) != 1 or seeds[0] != seeds[1]:
         raise PairingError(f"the runs used other seeds ({sorted(seeds[0])} and "
@@ -207,4 +245,6 @@ __all__ = [
     "network_rules",
     "paired_runs",
     "read_games_csv",
+    "read_resume_games",
+    "read_run",
 ]

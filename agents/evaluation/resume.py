@@ -34,14 +34,14 @@ import math
 import re
 import zipfile
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from agents.atomic import atomic_path
-from agents.evaluation.games import GameRecords, games_per_deal
+from agents.evaluation.games import GameRecords, check_seating, deal_groups, games_per_deal
 from agents.registry import checkpoint_paths
 from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
@@ -180,43 +180,7 @@ class ChunkStore:
 
     def _read_tournament(self) -> dict[str, Any]:
         """``tournament.json``, its checksum and the types of its fields checked."""
-        where = self._file
-        try:
-            size = where.stat().st_size
-            if size > MAX_TOURNAMENT_BYTES:
-                raise ResumeError(f"{where}: {size:,} bytes, more than a tournament record "
-                                  f"holds (at most {MAX_TOURNAMENT_BYTES:,})")
-            data = json.loads(where.read_bytes().decode("utf-8"))
-        except ResumeError:
-            raise
-        except (OSError, ValueError, RecursionError) as error:
-            raise ResumeError(f"{where}: unreadable ({one_line(error)}); delete the "
-                              "directory to start the tournament afresh") from None
-        if not isinstance(data, dict) or not isinstance(data.get("identity"), dict):
-            raise ResumeError(f"{where}: not a tournament record (no 'identity' object)")
-        identity = data["identity"]
-        version = identity.get("format")
-        if type(version) is not int or version not in READABLE_FORMATS:
-            raise ResumeError(f"{where}: field 'format' is {_shown(version)}, not a layout "
-                              f"this version reads ({', '.join(map(str, READABLE_FORMATS))}); "
-                              "use another --resume directory")
-        checksum = data.get("sha256")
-        if checksum is None and version >= 2:
-            raise ResumeError(f"{where}: field 'sha256' (its checksum) is missing; the file "
-                              "was edited or damaged: delete the directory to start afresh")
-        elapsed = data.get("elapsed_s", 0.0)
-        if (type(elapsed) not in (int, float) or not math.isfinite(elapsed) or elapsed < 0):
-            raise ResumeError(f"{where}: field 'elapsed_s' is {_shown(elapsed)}, not a "
-                              "finite number of seconds >= 0")
-        if checksum is not None:
-            if not isinstance(checksum, str) or not _SHA256.match(checksum):
-                raise ResumeError(f"{where}: field 'sha256' is {_shown(checksum)}, not a "
-                                  "SHA-256 in hex")
-            if _digest_or_none({"identity": identity, "elapsed_s": elapsed}) != checksum:
-                raise ResumeError(f"{where}: its contents do not match field 'sha256' (the "
-                                  "file was edited or damaged); delete the directory to "
-                                  "start the tournament afresh")
-        return {"identity": identity, "elapsed_s": float(elapsed)}
+        return _read_tournament_file(self._file)
 
     def _write_tournament(self) -> None:
         identity = {**self.identity, "format": self.format}
@@ -333,6 +297,119 @@ class ChunkStore:
         self._write_tournament()
 
 
+@dataclass(frozen=True)
+class FinishedChunks:
+    """What an ``evaluate.py --resume`` directory holds so far (`read_finished_chunks`).
+
+    Attributes:
+        seed: The tournament's master seed.
+        num_players: Agents per game.
+        chunks: Chunks the whole tournament has.
+        records: The games of each finished chunk, in chunk order (gaps possible: Ray
+            workers finish chunks out of order).
+        names: The agents' display names (empty when no chunk is finished).
+    """
+
+    seed: int
+    num_players: int
+    chunks: int
+    records: list[GameRecords]
+    names: list[str]
+
+
+def read_finished_chunks(directory: str | Path) -> FinishedChunks:
+    """The games of every chunk finished so far in an ``evaluate.py --resume`` directory,
+    read without playing anything: while its tournament is still running, or after it
+    was stopped (to pair two unfinished runs, ``skyjo-compare runs DIR_A DIR_B``).
+
+    Every file is checked as a resumed run checks it; nothing on disk is changed.
+
+    Args:
+        directory: The directory given to ``evaluate.py --resume``.
+
+    Raises:
+        ResumeError: Not a resume directory (no ``tournament.json``), a damaged or edited
+            file, or a recorded identity with invalid fields.
+    """
+    directory = Path(directory)
+    record_file = directory / TOURNAMENT_FILE
+    if not record_file.is_file():
+        raise ResumeError(f"{directory}: no {TOURNAMENT_FILE}, so not a --resume directory "
+                          "of evaluate.py")
+    identity = _read_tournament_file(record_file)["identity"]
+    layout = _recorded_layout(identity, record_file)
+    store = ChunkStore(directory, identity)
+    records, names = [], []
+    for index, start in enumerate(range(0, layout["deals"], layout["chunk_deals"])):
+        deals = range(start, min(start + layout["chunk_deals"], layout["deals"]))
+        loaded = store.load(index, deals, layout["num_players"], layout["seating"])
+        if loaded is not None:
+            records.append(loaded[0])
+            names = loaded[1]
+    chunks = -(-layout["deals"] // layout["chunk_deals"])
+    return FinishedChunks(layout["seed"], layout["num_players"], chunks, records, names)
+
+
+def _recorded_layout(identity: dict[str, Any], where: Path) -> dict[str, Any]:
+    """Seed, player count, seating, deal groups and chunk size of a recorded identity,
+    each checked (a directory from before checksums may have been edited)."""
+    seed, chunk_deals = identity.get("seed"), identity.get("chunk_deals")
+    if type(seed) is not int or seed < 0:
+        raise ResumeError(f"{where}: field 'seed' is {_shown(seed)}, not an int >= 0")
+    if type(chunk_deals) is not int or chunk_deals < 1:
+        raise ResumeError(f"{where}: field 'chunk_deals' is {_shown(chunk_deals)}, not an "
+                          "int >= 1")
+    try:
+        rules = SkyjoRules.from_dict(identity.get("rules"))
+        seating = check_seating({**_RECORDED_BEFORE, **identity}["seating"], rules.num_players)
+        deals = deal_groups(identity.get("games"), rules.num_players, seating)
+    except (TypeError, ValueError) as error:
+        raise ResumeError(f"{where}: {one_line(error, 160)}") from None
+    return {"seed": seed, "chunk_deals": chunk_deals, "num_players": rules.num_players,
+            "seating": seating, "deals": deals}
+
+
+def _read_tournament_file(where: Path) -> dict[str, Any]:
+    """A ``tournament.json``: its identity and elapsed time, after its checksum and the
+    types of its fields are checked (`ResumeError` otherwise)."""
+    try:
+        size = where.stat().st_size
+        if size > MAX_TOURNAMENT_BYTES:
+            raise ResumeError(f"{where}: {size:,} bytes, more than a tournament record "
+                              f"holds (at most {MAX_TOURNAMENT_BYTES:,})")
+        data = json.loads(where.read_bytes().decode("utf-8"))
+    except ResumeError:
+        raise
+    except (OSError, ValueError, RecursionError) as error:
+        raise ResumeError(f"{where}: unreadable ({one_line(error)}); delete the "
+                          "directory to start the tournament afresh") from None
+    if not isinstance(data, dict) or not isinstance(data.get("identity"), dict):
+        raise ResumeError(f"{where}: not a tournament record (no 'identity' object)")
+    identity = data["identity"]
+    version = identity.get("format")
+    if type(version) is not int or version not in READABLE_FORMATS:
+        raise ResumeError(f"{where}: field 'format' is {_shown(version)}, not a layout "
+                          f"this version reads ({', '.join(map(str, READABLE_FORMATS))}); "
+                          "use another --resume directory")
+    checksum = data.get("sha256")
+    if checksum is None and version >= 2:
+        raise ResumeError(f"{where}: field 'sha256' (its checksum) is missing; the file "
+                          "was edited or damaged: delete the directory to start afresh")
+    elapsed = data.get("elapsed_s", 0.0)
+    if (type(elapsed) not in (int, float) or not math.isfinite(elapsed) or elapsed < 0):
+        raise ResumeError(f"{where}: field 'elapsed_s' is {_shown(elapsed)}, not a "
+                          "finite number of seconds >= 0")
+    if checksum is not None:
+        if not isinstance(checksum, str) or not _SHA256.match(checksum):
+            raise ResumeError(f"{where}: field 'sha256' is {_shown(checksum)}, not a "
+                              "SHA-256 in hex")
+        if _digest_or_none({"identity": identity, "elapsed_s": elapsed}) != checksum:
+            raise ResumeError(f"{where}: its contents do not match field 'sha256' (the "
+                              "file was edited or damaged); delete the directory to "
+                              "start the tournament afresh")
+    return {"identity": identity, "elapsed_s": float(elapsed)}
+
+
 def _read_chunk(
     path: Path, expected: GameRecords, num_players: int, again: str
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -440,5 +517,6 @@ def _check_same(recorded: dict[str, Any], identity: dict[str, Any], where: Path)
         )
 
 
-__all__ = ["FORMAT", "READABLE_FORMATS", "TOURNAMENT_FILE", "ChunkStore", "ResumeError",
-           "file_digest", "record_digest", "tournament_identity"]
+__all__ = ["FORMAT", "READABLE_FORMATS", "TOURNAMENT_FILE", "ChunkStore", "FinishedChunks",
+           "ResumeError", "file_digest", "read_finished_chunks", "record_digest",
+           "tournament_identity"]

@@ -13,7 +13,13 @@ import pytest
 from agents.baselines.heuristics import EVAgent, GreedyAgent
 from agents.cli.evaluate import main
 from agents.evaluation.games import GameRecords, play_deals
-from agents.evaluation.resume import ChunkStore, ResumeError, file_digest, tournament_identity
+from agents.evaluation.resume import (
+    ChunkStore,
+    ResumeError,
+    file_digest,
+    read_finished_chunks,
+    tournament_identity,
+)
 from agents.registry import checkpoint_path, checkpoint_paths
 from skyjo_env.core.rules import SkyjoRules
 
@@ -55,6 +61,35 @@ def test_chunk_store__another_tournament_is_refused_by_name(tmp_path, change, wo
     with pytest.raises(ResumeError, match="holds another tournament") as error:
         ChunkStore(tmp_path, _identity(**change))
     assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_read_finished_chunks__the_chunks_kept_so_far_in_chunk_order(tmp_path):
+    store = ChunkStore(tmp_path / "run", _identity())  # 40 games: 20 deals, 5 chunks of 4
+    kept = {3: _chunk(range(12, 16)), 1: _chunk(range(4, 8))}
+    for chunk, records in kept.items():
+        store.save(chunk, records, ["ev", "greedy"], 1.0)
+    finished = read_finished_chunks(tmp_path / "run")
+    assert (finished.seed, finished.num_players, finished.chunks) == (3, 2, 5)
+    assert finished.names == ["ev", "greedy"]
+    assert [int(part.deal[0]) for part in finished.records] == [4, 12]
+    for part, chunk in zip(finished.records, (1, 3)):
+        np.testing.assert_array_equal(part.win_share, kept[chunk].win_share)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "chunk_00001.npz", "chunk_00001.sha256", "chunk_00003.npz", "chunk_00003.sha256",
+        "tournament.json"]  # reading wrote nothing
+
+
+def test_read_finished_chunks__no_record_or_a_damaged_chunk_is_named(tmp_path):
+    (tmp_path / "other").mkdir()
+    with pytest.raises(ResumeError, match="no tournament.json, so not a --resume directory"):
+        read_finished_chunks(tmp_path / "other")
+    store = ChunkStore(tmp_path / "run", _identity())
+    store.save(0, _chunk(range(0, 4)), ["ev", "greedy"], 1.0)
+    with open(store.chunk_file(0), "r+b") as handle:
+        handle.seek(100)
+        handle.write(b"\xff")
+    with pytest.raises(ResumeError, match="chunk_00000.npz: its SHA-256 differs"):
+        read_finished_chunks(tmp_path / "run")
 
 
 def test_chunk_store__a_checkpoint_changed_since_is_refused(tmp_path):

@@ -76,6 +76,59 @@ def test_compare_runs__runs_that_cannot_be_paired_are_one_line_exit_2(
     assert message in err and err.count("\n") == 1, err
 
 
+def _resume_dir(path: Path, specs: list[str], chunks: list[int]) -> Path:
+    """An evaluate --resume directory of 40 games at seed 3 (5 chunks of 4 deal groups)
+    with only ``chunks`` finished, as a stopped run leaves it."""
+    from agents.baselines.heuristics import EVAgent, GreedyAgent
+    from agents.evaluation.games import play_deals
+    from agents.evaluation.resume import ChunkStore, tournament_identity
+    from skyjo_env.core.rules import SkyjoRules
+
+    rules = SkyjoRules()
+    store = ChunkStore(path, tournament_identity(specs, rules, 40, 3, 4))
+    kinds = {"ev": EVAgent, "greedy": GreedyAgent}
+    for chunk in chunks:
+        deals = range(4 * chunk, 4 * chunk + 4)
+        agents = [kinds[spec](rules, i) for i, spec in enumerate(specs)]
+        records, _ = play_deals(agents, rules, 3, deals)
+        store.save(chunk, records, specs, 1.0)
+    return path
+
+
+def test_compare_runs__two_unfinished_resume_directories_pair_on_their_common_chunks(
+    tmp_path, capsys
+):
+    first = _resume_dir(tmp_path / "a", ["ev", "greedy"], [0, 1, 2])
+    second = _resume_dir(tmp_path / "b", ["greedy", "greedy"], [1, 2, 4])
+    assert main(["runs", str(first), str(second)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "agent 0, 8 deal groups in common, seed 3"  # chunks 1 and 2
+
+
+def test_compare_runs__a_resume_directory_pairs_with_the_games_csv_of_the_same_run(
+    tmp_path, capsys
+):
+    chunks = _resume_dir(tmp_path / "chunks", ["ev", "greedy"], [0, 1, 2, 3, 4])
+    games = tmp_path / "games.csv"
+    assert evaluate_main(["--agents", "ev", "greedy", "--games", "40", "--seed", "3",
+                          "--no-progress", "--no-ratings", "--games-csv", str(games)]) == 0
+    capsys.readouterr()
+    assert main(["runs", str(chunks), str(games)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "agent 0, 20 deal groups in common, seed 3"
+    assert out.rstrip().endswith("+0.0 [+0.0, +0.0]")  # the same games either way
+
+
+def test_compare_runs__a_directory_with_nothing_finished_is_one_line_exit_2(tmp_path, capsys):
+    first = _resume_dir(tmp_path / "a", ["ev", "greedy"], [])
+    (tmp_path / "plain").mkdir()
+    for other, message in ((first, "no chunk finished yet (0 of 5)"),
+                           (tmp_path / "plain", "not a --resume directory of evaluate.py")):
+        assert main(["runs", str(other), str(other)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and message in err and err.count("\n") == 1, err
+
+
 @pytest.mark.slow  # shipped-model games
 def test_compare_networks__same_network_same_deals_differs_by_zero(capsys):
     two, four = MODELS / "ppo_2p.zip", MODELS / "ppo_4p.zip"
