@@ -72,7 +72,7 @@ def test_read_finished_chunks__the_chunks_kept_so_far_in_chunk_order(tmp_path):
     assert (finished.seed, finished.num_players, finished.chunks) == (3, 2, 5)
     assert finished.names == ["ev", "greedy"]
     assert [int(part.deal[0]) for part in finished.records] == [4, 12]
-    for part, chunk in zip(finished.records, (1, 3)):
+    for part, chunk in zip(finished.records, (1, 3), strict=True):
         np.testing.assert_array_equal(part.win_share, kept[chunk].win_share)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
         "chunk_00001.npz", "chunk_00001.sha256", "chunk_00003.npz", "chunk_00003.sha256",
