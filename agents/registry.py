@@ -40,7 +40,9 @@ spec                            agent
                                 e.g. ``ev`` or ``ppo:models/x.zip``: plays the other
                                 seats in the rollouts), ``lookahead`` (``one`` or
                                 ``two``: value draw, take and discard by the best
-                                searched follow-up); e.g.
+                                searched follow-up), ``critic`` (a checkpoint path:
+                                its value head values the leaves of ``leaf=critic``);
+                                e.g.
                                 ``search(samples=16,depth=40):ev``. Unnamed options keep
                                 the setting ``search:BASE`` uses: ``PPO_SEARCH`` over a
                                 ``ppo:PATH`` base (``search(samples=16):ppo:PATH`` is
@@ -107,6 +109,7 @@ SEARCH_OPTIONS: dict[str, type | str] = {
     "luck": str,
     "opponents": str,
     "lookahead": str,
+    "critic": str,
 }
 
 
@@ -431,17 +434,13 @@ def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
             f"agent spec {spec!r}: {wanted} needs a 'ppo:PATH' base agent (a network: its "
             f"value head, action priors or weights), got {base_spec!r}"
         )
-    from agents.ppo.checkpoint import read_metadata
     from agents.ppo.policy import PPOAgent
-    from agents.search.values import CriticValue, CriticValueError, PolicyPrior
+    from agents.search.values import CriticValueError, PolicyPrior
 
     try:
         value_fn = prior_fn = rollout_agent = None
         if settings.leaf == "critic":
-            config = read_metadata(checkpoint_path(base_spec, rules.num_players)).get(
-                "config") or {}
-            value_fn = CriticValue(getattr(base, "policy", None), rules,
-                                   config.get("shaping", 0.0))
+            value_fn = _critic_value(base, base_spec, rules, spec, settings.critic)
         if settings.top_actions is not None:
             prior_fn = PolicyPrior(base)
     except CriticValueError as error:
@@ -451,6 +450,28 @@ def _ppo_search_parts(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
                                  deterministic=base.deterministic,
                                  precision=settings.rollout_precision)
     return value_fn, prior_fn, rollout_agent
+
+
+def _critic_value(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
+                  critic: str | None):
+    """The leaf value of ``leaf=critic``: the value head of the base network, or with
+    ``critic=PATH`` of that checkpoint (loaded as ``ppo:PATH``, so a file of other rules
+    is refused like any network), each with the shaping weight its training config
+    records."""
+    from agents.ppo.checkpoint import read_metadata
+    from agents.search.values import CriticValue
+
+    network, network_spec = base, base_spec
+    if critic is not None:
+        network_spec = f"ppo:{critic}"
+        try:
+            network = make_agent(network_spec, rules, 0)
+        except AgentSpecError as error:
+            raise AgentSpecError(
+                f"agent spec {shorten(repr(spec), 80)}: search option critic: {error}"
+            ) from None
+    config = read_metadata(checkpoint_path(network_spec, rules.num_players)).get("config") or {}
+    return CriticValue(getattr(network, "policy", None), rules, config.get("shaping", 0.0))
 
 
 def checkpoint_path(spec: str, num_players: int | None = None) -> str | None:
@@ -473,9 +494,9 @@ def checkpoint_path(spec: str, num_players: int | None = None) -> str | None:
 
 
 def checkpoint_paths(spec: str, num_players: int | None = None) -> list[str]:
-    """Every checkpoint a spec loads: its base's (`checkpoint_path`) and that of a search's
-    ``opponents=SPEC`` (``search(opponents=ppo:PATH):ppo:PATH``), in that order, without
-    repeats; empty for a spec without a network. The spec's form is not checked here
+    """Every checkpoint a spec loads: its base's (`checkpoint_path`), that of a search's
+    ``opponents=SPEC`` (``search(opponents=ppo:PATH):ppo:PATH``) and its ``critic=PATH``,
+    in that order, without repeats; empty for a spec without a network. The spec's form is not checked here
     (`make_agent` does): options that do not parse name no checkpoint.
 
     Args:
@@ -486,11 +507,13 @@ def checkpoint_paths(spec: str, num_players: int | None = None) -> list[str]:
     paths = [checkpoint_path(spec, num_players)]
     for options_text in options_texts:
         try:
-            opponents = _parse_search_options(options_text, spec).get("opponents")
+            options = _parse_search_options(options_text, spec)
         except AgentSpecError:
-            opponents = None
-        if isinstance(opponents, str):
-            paths.append(checkpoint_path(opponents, num_players))
+            options = {}
+        if isinstance(options.get("opponents"), str):
+            paths.append(checkpoint_path(options["opponents"], num_players))
+        if isinstance(options.get("critic"), str):
+            paths.append(checkpoint_path(f"ppo:{options['critic']}", num_players))
     return list(dict.fromkeys(path for path in paths if path is not None))
 
 

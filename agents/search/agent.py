@@ -233,6 +233,11 @@ class SearchOptions:
             an action after which the searching seat decides again (draw, take the
             discard, discard the drawn card) by its best searched follow-up, chosen per
             observation with cross-fitting (module docstring).
+        critic: With ``leaf=critic``, the path of another network (a skyjo-rl checkpoint
+            of the same rules) whose value head values the rollouts' leaves instead of the
+            base's, e.g. a critic fitted to the search's own games (``skyjo-distill
+            --critic-only``); None: the base's. At most `MAX_OPPONENTS_LENGTH` characters;
+            the registry loads it (``value_fn``).
 
     The defaults come from short runs against ``ev`` (recorded in ``docs/results.md``,
     "Search"): rollouts to the round's end let the round's luck swamp the differences
@@ -252,6 +257,7 @@ class SearchOptions:
     luck: str = "raw"
     opponents: str | None = None
     lookahead: str = "one"
+    critic: str | None = None
 
     def __post_init__(self) -> None:
         top = self.top_actions
@@ -284,6 +290,7 @@ class SearchOptions:
                 f"got {_shown(self.lookahead)}"
             )
         self._check_opponents()
+        self._check_critic()
         verify = self.verify_samples
         if not isinstance(verify, (int, np.integer)) or isinstance(verify, bool) or verify < 0:
             raise SearchOptionError(
@@ -328,6 +335,24 @@ class SearchOptions:
                 f"search option opponents={_shown(spec)} is a search: a search in the "
                 "rollouts is refused (it multiplies a decision's rollouts, about a hundred "
                 "times)")
+
+    def _check_critic(self) -> None:
+        """Refuse a ``critic`` path that is not a short non-empty string, or one without
+        ``leaf=critic`` (the margin leaf reads no network)."""
+        path = self.critic
+        if path is None:
+            return
+        if not isinstance(path, str) or not path.strip():
+            raise SearchOptionError(
+                f"search option critic must be a checkpoint path or None, got {_shown(path)}")
+        if len(path) > MAX_OPPONENTS_LENGTH:
+            raise SearchOptionError(
+                f"search option critic is {len(path):,} characters long; at most "
+                f"{MAX_OPPONENTS_LENGTH:,}")
+        if self.leaf != "critic":
+            raise SearchOptionError(
+                f"search option critic={_shown(path)} needs leaf=critic (the {self.leaf} "
+                "leaf reads no value head)")
 
     def _check_limits(self) -> None:
         """Refuse a value above its `OPTION_LIMITS` bound (the types are checked before)."""

@@ -172,9 +172,9 @@ class SpecPolicy:
             if key not in SEARCH_OPTIONS:
                 raise SpecRejected(f"{spec!r}: unknown search option {key!r}; known: "
                                    f"{', '.join(SEARCH_OPTIONS)}")
-            if key == "opponents":  # an agent spec, outside the checks above
-                raise SpecRejected(f"{spec!r}: search option opponents is not offered by "
-                                   "this server")
+            if key in ("opponents", "critic"):  # a spec or a file, outside the checks above
+                raise SpecRejected(f"{spec!r}: search option {key} is not offered by this "
+                                   "server")
             if key in bounds:
                 try:
                     number = float(value)

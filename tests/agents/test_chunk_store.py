@@ -182,6 +182,7 @@ def test_checkpoint_path__the_file_a_spec_loads(spec, path):
     ("search(opponents=ppo:b.zip,samples=4):ppo:b.zip", ["b.zip"]),
     ("search(opponents=ev):ppo:b.zip", ["b.zip"]),
     ("search(opponents=ppo:o.zip):ev", ["o.zip"]),
+    ("search(critic=c.zip,opponents=ppo:o.zip):ppo:b.zip", ["b.zip", "o.zip", "c.zip"]),
     ("search(samples=x,opponents=ppo:o.zip):ev", []),  # options that do not parse
     ("ev", []),
 ])

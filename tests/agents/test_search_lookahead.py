@@ -141,11 +141,64 @@ def test_search_options__opponents_must_be_a_short_spec():
                     options=SearchOptions(opponents="greedy"))
 
 
-def test_spec_policy__the_web_server_refuses_search_opponents(tmp_path):
+def test_spec_policy__the_web_server_refuses_search_opponents_and_critic(tmp_path):
     from agents.web.specs import SpecPolicy, SpecRejected
 
     with pytest.raises(SpecRejected, match="opponents is not offered"):
         SpecPolicy(tmp_path).resolve("search(opponents=ppo:/etc/x.zip):ev")
+    with pytest.raises(SpecRejected, match="critic is not offered"):
+        SpecPolicy(tmp_path).resolve("search(critic=/etc/x.zip):ev")
+
+
+# --- critic=PATH: another network's value head at the leaves ------------------------------
+
+
+def test_make_agent__critic_path_values_the_leaves_with_that_network():
+    from agents.ppo.checkpoint import load_policy, read_metadata
+
+    base = "models/ppo_2p_stage3.zip"
+    own = make_agent(f"search:ppo:{base}", RULES, 0)
+    other = make_agent(f"search(critic=models/ppo_2p.zip):ppo:{base}", RULES, 0)
+    assert other.options.critic == "models/ppo_2p.zip" and other.base.name == own.base.name
+    observations, _ = _searched(RULES, 1, 2, 13, rows=4)
+    policy = load_policy("models/ppo_2p.zip", read_metadata("models/ppo_2p.zip"))
+    from agents.search.values import CriticValue
+
+    expected = CriticValue(policy, RULES, read_metadata("models/ppo_2p.zip")["config"]["shaping"])
+    np.testing.assert_allclose(other.value_fn.values_of_observations(observations),
+                               expected.values_of_observations(observations), rtol=1e-6)
+    assert not np.allclose(own.value_fn.values_of_observations(observations),
+                           expected.values_of_observations(observations))
+
+
+def test_search__critic_naming_the_base_itself_plays_the_same_moves():
+    base = "models/ppo_2p.zip"
+    observations, masks = _searched(RULES, 2, 5, 7, rows=6)
+    plain = make_agent(f"search(samples=4,depth=3):ppo:{base}", RULES, 3)
+    named = make_agent(f"search(samples=4,depth=3,critic={base}):ppo:{base}", RULES, 3)
+    np.testing.assert_array_equal(plain.act(observations, masks),
+                                  named.act(observations, masks))
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("search(leaf=margin,critic=models/ppo_2p.zip):ppo:models/ppo_2p.zip",
+     "critic='models/ppo_2p.zip' needs leaf=critic"),
+    ("search(critic=models/missing.zip):ppo:models/ppo_2p.zip",
+     "search option critic: agent spec 'ppo:models/missing.zip': checkpoint"),
+])
+def test_make_agent__bad_critic_is_a_one_line_error(spec, words):
+    with pytest.raises(AgentSpecError) as error:
+        make_agent(spec, RULES, 0)
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_search_options__critic_must_be_a_short_path_with_the_critic_leaf():
+    SearchOptions(leaf="critic", critic="c" * MAX_OPPONENTS_LENGTH)
+    with pytest.raises(SearchOptionError, match="critic is 1,025 characters long"):
+        SearchOptions(leaf="critic", critic="c" * (MAX_OPPONENTS_LENGTH + 1))
+    for bad in ("", "  ", 5):
+        with pytest.raises(SearchOptionError, match="critic must be a checkpoint path"):
+            SearchOptions(leaf="critic", critic=bad)
 
 
 # --- lookahead=two: a hand-built position -------------------------------------------------
