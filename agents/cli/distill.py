@@ -15,6 +15,8 @@ from agents.training.config import TrainConfig
 from agents.training.imitation import DataWorkersError, chunk_sizes
 
 PROG = "skyjo-distill"
+#: Weight of the outcomes in ``--critic-only``'s targets when ``--value-mix`` is not given.
+DEFAULT_VALUE_MIX = 0.5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--value-fit", action="store_true",
                         help="fit the critic to the games' outcomes too (off: it spoiled "
                         "the critic as the next step's search leaf)")
+    parser.add_argument("--critic-only", action="store_true",
+                        help="keep the actor and fit the critic alone, to a mix of the games' "
+                        "outcomes and the search's own value of each move it played: a value "
+                        "function of the searching policy for the leaves of leaf=critic "
+                        "(search:ppo:OUT, or search(critic=OUT):ppo:CHECKPOINT)")
+    parser.add_argument("--value-mix", type=float, default=None, metavar="M",
+                        help="with --critic-only, the weight of the outcomes in the targets, "
+                        "the search's estimates taking 1 - M (default 0.5)")
     parser.add_argument("--workers", type=int, default=0,
                         help="Ray workers for the games (0: in this process)")
     parser.add_argument("--ray-address", help="Ray cluster to join (with --workers)")
@@ -85,6 +95,14 @@ def _check(args: argparse.Namespace) -> None:
         if args.anchor is not None:
             raise ValueError("--anchor mixes the network into the searched moves' targets; "
                              "soft targets (--soft-temperature) hold it already")
+    if args.critic_only:
+        if args.soft_temperature is not None or args.anchor is not None or args.value_fit:
+            raise ValueError("--critic-only fits the critic alone: --soft-temperature, "
+                             "--anchor and --value-fit are fits of the actor")
+        if args.value_mix is not None and not 0 <= args.value_mix <= 1:
+            raise ValueError(f"--value-mix must be in [0, 1], got {args.value_mix}")
+    elif args.value_mix is not None:
+        raise ValueError("--value-mix applies only with --critic-only")
     if args.ray_address is not None and args.workers == 0:
         raise ValueError("--ray-address needs --workers >= 1")
     if args.out.suffix != ".zip":
@@ -102,6 +120,19 @@ def _check(args: argparse.Namespace) -> None:
                              f"network), got --steps {args.steps}")
         if not args.games_from.is_file():
             raise ValueError(f"--games-from {str(args.games_from)!r} is not a file")
+
+
+def _fit_summary(stats: dict[str, float], args: argparse.Namespace) -> str:
+    """What a step's fit did, in one line's words."""
+    if args.critic_only:
+        return (f"{stats['decisions']:,.0f} decisions, the critic's squared error to the "
+                f"targets {stats['value_loss_before']:.4g} before the fit, "
+                f"{stats['value_loss']:.4g} in its last pass")
+    soft = ("" if args.soft_temperature is None else
+            f" ({stats['fitted']:,.0f} searched ones fitted to soft targets)")
+    return (f"{stats['decisions']:,.0f} decisions{soft}, the network played the searched "
+            f"move {stats['agreement_before']:.1%} before the fit, "
+            f"{stats['agreement_after']:.1%} after")
 
 
 def games_path(network: Path) -> Path:
@@ -145,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         _check(args)
         anchor = (TrainConfig.model_fields["expert_anchor"].default if args.anchor is None
                   else args.anchor)
+        value_mix = DEFAULT_VALUE_MIX if args.value_mix is None else args.value_mix
         for step, target in enumerate(step_paths(args.out, args.steps), start=1):
             started = time.perf_counter()
             searching = args.games_from is None
@@ -164,12 +196,9 @@ def main(argv: list[str] | None = None) -> int:
                     value_fit=args.value_fit, on_games_done=bar.update,
                     games_out=games_path(target) if args.keep_games else None,
                     games_in=args.games_from, soft_temperature=args.soft_temperature,
+                    critic_only=args.critic_only, value_mix=value_mix,
                 )
-            soft = ("" if args.soft_temperature is None else
-                    f" ({stats['fitted']:,.0f} searched ones fitted to soft targets)")
-            print(f"step {step}/{args.steps}: {stats['decisions']:,.0f} decisions{soft}, the "
-                  f"network played the searched move {stats['agreement_before']:.1%} before "
-                  f"the fit, {stats['agreement_after']:.1%} after; wrote {target} in "
+            print(f"step {step}/{args.steps}: {_fit_summary(stats, args)}; wrote {target} in "
                   f"{time.perf_counter() - started:.0f} s", flush=True)
             source = target
             written.append(target)

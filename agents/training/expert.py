@@ -40,6 +40,7 @@ from agents.training.imitation import (
     RecordedGames,
     chunk_seed,
     chunk_sizes,
+    fit_critic,
     record_games,
     run_chunks,
 )
@@ -283,6 +284,44 @@ def value_targets(
     return played.returns - shaping * grid_potential(played.observations, layout)
 
 
+def critic_targets(
+    played: RecordedGames, values: ActionValues | None, layout: ObservationLayout,
+    shaping: float, mix: float,
+) -> np.ndarray:
+    """Targets of a value function of the searching policy: float64 (N,).
+
+    ``mix * outcome + (1 - mix) * estimate`` per decision, where the outcome is the game's
+    return from there (`value_targets`) and the estimate is the search's own mean rollout
+    value of the move it played (`SearchGames.values`), less the same shaping potential
+    (the critic learns the shaped value). Decisions the search did not value (setup
+    reveals, forced moves) take the outcome alone. The outcome is unbiased but carries all
+    the luck of the rest of the game; the estimate averages many rollouts but inherits
+    the base network's play and critic: the mix trades one against the other.
+
+    Args:
+        played: The search's games. values: Its action values of the same decisions
+            (None only with ``mix`` = 1).
+        layout: Their observation layout. shaping: The critic's shaping weight.
+        mix: Weight of the outcome, in [0, 1].
+
+    Raises:
+        ValueError: ``mix`` outside [0, 1], or no ``values`` with ``mix`` < 1.
+    """
+    if not 0.0 <= mix <= 1.0:
+        raise ValueError(f"value mix must be in [0, 1], got {mix!r}")
+    outcome = value_targets(played, layout, shaping)
+    if mix == 1.0:
+        return outcome
+    if values is None:
+        raise ValueError("a value mix below 1 needs the search's action values of the games")
+    rows = np.arange(len(played.actions))
+    estimate = values.means[rows, played.actions].astype(np.float64)
+    valued = (values.base_actions >= 0) & np.isfinite(estimate)
+    if shaping:
+        estimate = estimate - shaping * grid_potential(played.observations, layout)
+    return np.where(valued, mix * outcome + (1.0 - mix) * estimate, outcome)
+
+
 def fit_to_search(
     policy,
     played: RecordedGames,
@@ -455,10 +494,16 @@ def distill_checkpoint(
     games_out: str | Path | None = None,
     games_in: str | Path | None = None,
     soft_temperature: float | None = None,
+    critic_only: bool = False,
+    value_mix: float = 0.5,
 ) -> dict[str, float]:
     """One expert-iteration step on a saved network: search games over ``source``, the
     fit (anchored hard targets, or soft ones), and the result saved to ``target`` (the same
     rules and architecture).
+
+    With ``critic_only`` the actor is kept as it is and the critic alone is fitted to
+    `critic_targets` (a value function of the searching policy, for ``leaf=critic``:
+    ``search:ppo:TARGET`` or ``search(critic=TARGET):ppo:SOURCE``).
 
     With ``value_fit`` the critic is fitted to the games' returns too (with the shaping
     weight of the checkpoint's training config). Off by default: a critic refitted on one
@@ -480,10 +525,13 @@ def distill_checkpoint(
             and ``games`` are then those of the file, recorded as ``games_from``).
         soft_temperature: Fit soft targets of this temperature (`fit_to_search`); None
             fits the searched moves.
+        critic_only: Fit the critic alone (the arguments of the actor's fit unused).
+        value_mix: With ``critic_only``, the weight of the outcomes in the targets.
 
     Returns:
         ``{"decisions", "fitted", "agreement_before", "agreement_after", "loss"}``, plus
-        ``"value_loss"`` with ``value_fit``.
+        ``"value_loss"`` with ``value_fit``; with ``critic_only``: ``{"decisions",
+        "value_loss_before", "value_loss"}``.
 
     Raises:
         ValueError: A ``soft_temperature`` that is not a finite number > 0 (before any
@@ -495,6 +543,8 @@ def distill_checkpoint(
 
     if soft_temperature is not None:
         _check_temperature(soft_temperature, "soft_temperature")
+    if critic_only and not 0.0 <= value_mix <= 1.0:
+        raise ValueError(f"value_mix must be in [0, 1], got {value_mix!r}")
 
     from agents.ppo.checkpoint import load_policy, read_metadata, save_checkpoint
 
@@ -511,10 +561,12 @@ def distill_checkpoint(
     else:
         played, saved, values = load_recorded_games(games_in, layout.size,
                                                     num_actions(rules.num_slots))
-        if values is None and soft_temperature is not None:
+        if values is None and (soft_temperature is not None
+                               or (critic_only and value_mix < 1)):
             raise GamesFileError(
                 f"games file {str(games_in)!r} holds no search action values (saved before "
-                "they were recorded); soft targets need them: search new games"
+                "they were recorded); soft targets and a value mix below 1 need them: "
+                "search new games"
             )
         provenance.update(search=saved.get("search"), games=saved.get("games"),
                           games_from={"path": str(games_in), **saved})
@@ -523,12 +575,19 @@ def distill_checkpoint(
     policy = load_policy(source, metadata, trainable=True)
     shaping = float((metadata.get("config") or {}).get("shaping", 0.0))
     with torch.random.fork_rng(devices=[]):
-        stats = fit_to_search(policy, played, layout, epochs, learning_rate,
-                              anchor, chunk_seed(seed, 2), shaping if value_fit else None,
-                              values, soft_temperature)
+        if critic_only:
+            targets = critic_targets(played, values, layout, shaping, value_mix)
+            stats = {"decisions": float(len(played.actions)),
+                     **fit_critic(policy, played.observations, targets, epochs,
+                                  EXPERT_BATCH_SIZE, learning_rate, chunk_seed(seed, 2))}
+        else:
+            stats = fit_to_search(policy, played, layout, epochs, learning_rate,
+                                  anchor, chunk_seed(seed, 2), shaping if value_fit else None,
+                                  values, soft_temperature)
     distilled = {**provenance, "epochs": epochs, "learning_rate": learning_rate,
-                 "anchor": None if soft_temperature is not None else anchor,
-                 "soft_temperature": soft_temperature, "value_fit": value_fit}
+                 "anchor": None if soft_temperature is not None or critic_only else anchor,
+                 "soft_temperature": soft_temperature, "value_fit": value_fit,
+                 **({"critic_only": True, "value_mix": value_mix} if critic_only else {})}
     history = [*metadata.get("distilled", []), distilled]
     save_checkpoint(SimpleNamespace(policy=policy), target, {**metadata, "distilled": history})
     return stats
@@ -547,6 +606,7 @@ __all__ = [
     "SearchGames",
     "agreement",
     "collect_expert_games",
+    "critic_targets",
     "distill_checkpoint",
     "expert_chunk",
     "fit_to_search",

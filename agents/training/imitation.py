@@ -436,6 +436,60 @@ def clone_policy(
     return stats
 
 
+def fit_critic(
+    policy,
+    observations: np.ndarray,
+    targets: np.ndarray,
+    epochs: int,
+    batch_size: int = 256,
+    learning_rate: float = 1e-4,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Fit the critic of a MaskablePPO policy alone to ``targets`` (mean squared error);
+    the actor is not touched (its parameters are not in the optimizer, and the features
+    extractor has none).
+
+    Args:
+        policy: ``model.policy`` of a MaskablePPO (changed in place).
+        observations: float32 (N, O).
+        targets: float (N,), what the critic should predict for each observation.
+        epochs: Passes over the data.
+        batch_size: Minibatch size.
+        learning_rate: Adam step size.
+        seed: Shuffling seed.
+
+    Returns:
+        ``{"value_loss_before", "value_loss"}``: the mean squared error over all rows
+        before the fit, and over the last epoch's minibatches.
+    """
+    import torch
+
+    generator = np.random.default_rng(seed)
+    optimizer = torch.optim.Adam(critic_parameters(policy), lr=learning_rate)
+    obs_t = torch.as_tensor(np.asarray(observations, np.float32))
+    target_t = torch.as_tensor(np.asarray(targets, np.float32))
+    with torch.no_grad():
+        before = float(torch.nn.functional.mse_loss(
+            policy.predict_values(obs_t)[:, 0], target_t))
+    policy.set_training_mode(True)
+    value_sum = seen = 0.0
+    for _ in range(epochs):
+        order = torch.as_tensor(generator.permutation(len(target_t)))
+        value_sum = seen = 0.0
+        for start in range(0, len(target_t), batch_size):
+            rows = order[start : start + batch_size]
+            features = policy.extract_features(obs_t[rows], policy.vf_features_extractor)
+            values = policy.value_net(policy.mlp_extractor.forward_critic(features))
+            loss = torch.nn.functional.mse_loss(values.squeeze(1), target_t[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            value_sum += float(loss.detach()) * len(rows)
+            seen += len(rows)
+    policy.set_training_mode(False)
+    return {"value_loss_before": before, "value_loss": value_sum / max(seen, 1.0)}
+
+
 def action_probabilities(policy, observations, masks, batch_size: int = 4096):
     """The policy's masked action probabilities: float32 tensor (N, A), no gradient, from
     observations float32 tensor (N, O) and masks bool tensor (N, A)."""

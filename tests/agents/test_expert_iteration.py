@@ -14,6 +14,7 @@ from agents.training.config import TrainConfig, TrainConfigError
 from agents.training.expert import (
     agreement,
     collect_expert_games,
+    critic_targets,
     soft_search_targets,
     teacher_spec,
     value_targets,
@@ -105,6 +106,32 @@ def test_value_targets__subtract_the_shaping_potential():
         shaped, played.returns - 0.5 * grid_potential(played.observations, obs_layout)
     )
     assert not np.allclose(shaped, played.returns)
+
+
+def test_critic_targets__mix_outcomes_and_the_searched_moves_values():
+    played = record_games(RULES, [make_agent("ev", RULES, seed=0)], 1, seed=1)
+    obs_layout = ObservationLayout(RULES)
+    rows = len(played.actions)
+    means = np.full(played.masks.shape, np.nan, np.float32)
+    means[np.arange(rows), played.actions] = np.arange(rows, dtype=np.float32)
+    base = np.where(np.arange(rows) % 3 == 0, -1, played.actions)  # every third: not searched
+    values = ActionValues(means, np.zeros_like(means), base)
+    outcome = played.returns
+    estimate = np.arange(rows, dtype=np.float64)
+    searched = base >= 0
+    np.testing.assert_array_equal(critic_targets(played, None, obs_layout, 0.0, 1.0), outcome)
+    np.testing.assert_allclose(critic_targets(played, values, obs_layout, 0.0, 0.0),
+                               np.where(searched, estimate, outcome))
+    np.testing.assert_allclose(critic_targets(played, values, obs_layout, 0.0, 0.25),
+                               np.where(searched, 0.25 * outcome + 0.75 * estimate, outcome))
+    potential = grid_potential(played.observations, obs_layout)
+    np.testing.assert_allclose(critic_targets(played, values, obs_layout, 0.5, 0.25),
+                               np.where(searched, 0.25 * outcome + 0.75 * estimate, outcome)
+                               - 0.5 * potential)
+    with pytest.raises(ValueError, match="needs the search's action values"):
+        critic_targets(played, None, obs_layout, 0.0, 0.5)
+    with pytest.raises(ValueError, match=r"value mix must be in \[0, 1\], got 1.5"):
+        critic_targets(played, values, obs_layout, 0.0, 1.5)
 
 
 def test_soft_search_targets__known_answers():

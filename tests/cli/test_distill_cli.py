@@ -51,6 +51,9 @@ def test_step_paths__last_step_is_out():
          "hold it already"),
         (["--checkpoint", str(SHIPPED.with_name("ppo_2p.md"))], "is corrupt"),
         (["--out", str(SHIPPED)], "would overwrite --checkpoint"),
+        (["--value-mix", "0.5"], "--value-mix applies only with --critic-only"),
+        (["--critic-only", "--value-mix", "2"], "--value-mix must be in [0, 1], got 2.0"),
+        (["--critic-only", "--soft-temperature", "0.03"], "--critic-only fits the critic alone"),
     ],
 )
 def test_main__bad_input_is_one_line_exit_2(tmp_path, capsys, extra, message):
@@ -132,6 +135,27 @@ def test_main__kept_games_refit_the_same_network_without_searching(tmp_path, cap
     assert step["search"] == TINY and step["games"] == 1
     assert step["games_from"]["path"] == str(games)
     assert step["soft_temperature"] == (0.03 if soft else None)
+
+
+@pytest.mark.slow  # search games and network fitting
+def test_main__critic_only_keeps_the_actor_and_refits_the_critic(tmp_path, capsys):
+    import torch
+
+    from agents.ppo.checkpoint import load_policy
+    from agents.training.imitation import actor_parameters, critic_parameters
+
+    out = tmp_path / "critic.zip"
+    code = main(["--checkpoint", str(SHIPPED), "--out", str(out), "--games", "1",
+                 "--search", TINY, "--critic-only", "--value-mix", "0.25", "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    assert "the critic's squared error to the targets" in capsys.readouterr().out
+    before, after = load_policy(SHIPPED), load_policy(out)
+    assert all(torch.equal(a, b) for a, b in zip(actor_parameters(before),
+                                                 actor_parameters(after), strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(critic_parameters(before),
+                                                     critic_parameters(after), strict=True))
+    step = read_metadata(out)["distilled"][-1]
+    assert step["critic_only"] is True and step["value_mix"] == 0.25 and step["anchor"] is None
 
 
 def test_main__soft_targets_refuse_games_saved_without_search_values(tmp_path, capsys):
