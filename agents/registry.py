@@ -88,6 +88,8 @@ VALID_FORMS = (
 #: The shipped networks: ``NAME.zip`` with its model card ``NAME.md`` (YAML front matter:
 #: ``players``, ``strongest``, ...).
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+#: Table sizes with a recipe, ``configs/recipes/{2..8}p.yaml`` (first, last).
+RECIPE_PLAYERS = (2, 8)
 #: The ``ppo:`` name of the strongest shipped network for the table size.
 BEST_NETWORK = "best"
 #: Longest spec `make_agent` reads (a checkpoint path fits many times over; a longer text is
@@ -236,10 +238,13 @@ def best_network(num_players: int, models_dir: Path = MODELS_DIR) -> Path:
             f"for {num_players} players ({', '.join(p.name for p in marked)}); fix their cards"
         )
     have = ", ".join(str(n) for n in sorted(n for n in sizes if isinstance(n, int))) or "none"
+    recipe = (f"python train.py --config configs/recipes/{num_players}p.yaml"
+              if RECIPE_PLAYERS[0] <= num_players <= RECIPE_PLAYERS[1] else
+              f"a config of num_players: {num_players} (the recipes cover "
+              f"{RECIPE_PLAYERS[0]} to {RECIPE_PLAYERS[1]} players)")
     raise AgentSpecError(
         f"'ppo:{BEST_NETWORK}': no shipped network plays {num_players} players (models/ has "
-        f"them for {have}); train one with python train.py --config "
-        f"configs/recipes/{num_players}p.yaml and name it ppo:PATH"
+        f"them for {have}); train one with {recipe} and name it ppo:PATH"
     )
 
 
