@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from agents.registry import AgentSpecError, make_agent
+from agents.registry import AgentSpecError, best_network, make_agent
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
 from skyjo_env.protocol import RandomAgent
@@ -224,15 +224,22 @@ def test_make_agent__search_over_ppo_best_reads_the_network_it_loads():
 
 def test_make_agent__ppo_best_without_a_network_for_the_table_is_one_line():
     with pytest.raises(AgentSpecError) as caught:
-        make_agent("ppo:best", SkyjoRules().replace(num_players=8), seed=0)
+        make_agent("ppo:best", SkyjoRules().replace(num_players=9), seed=0)
     message = str(caught.value)
     assert "\n" not in message
-    assert "no shipped network plays 8 players (models/ has them for 2, 3, 4, 5, 6, 7)" in message
-    assert "configs/recipes/8p.yaml" in message
+    assert ("no shipped network plays 9 players (models/ has them for 2, 3, 4, 5, 6, 7, 8)"
+            in message)
+    assert "a config of num_players: 9 (the recipes cover 2 to 8 players)" in message
 
 
-def test_make_agent__ppo_best_loads_the_card_marked_strongest_at_3_5_6_and_7_players():
-    for players in (3, 5, 6, 7):
+def test_best_network__a_size_with_a_recipe_but_no_network_names_its_recipe(tmp_path):
+    with pytest.raises(AgentSpecError, match=r"train one with python train.py --config "
+                       r"configs/recipes/5p.yaml and name it ppo:PATH"):
+        best_network(5, models_dir=tmp_path)
+
+
+def test_make_agent__ppo_best_loads_the_card_marked_strongest_at_3_5_6_7_and_8_players():
+    for players in (3, 5, 6, 7, 8):
         agent = make_agent("ppo:best", SkyjoRules().replace(num_players=players), seed=0)
         assert agent.name.endswith(f"ppo_{players}p"), agent.name
 

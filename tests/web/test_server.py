@@ -50,7 +50,7 @@ def test_info__lists_presets_networks_and_the_default_agent_per_table_size(clien
     assert info["default_agents"]["4"] == NET_4P
     assert info["default_agents"]["3"] == f"ppo:{DEFAULT_NETWORKS[3]}"
     assert info["default_agents"]["7"] == f"ppo:{DEFAULT_NETWORKS[7]}"
-    assert info["default_agents"]["8"] == "ev"  # no network for 8 players yet
+    assert info["default_agents"]["8"] == f"ppo:{DEFAULT_NETWORKS[8]}"
     assert info["allow_module_specs"] is False
 
 
@@ -75,10 +75,21 @@ def test_play__default_opponent_is_the_strongest_network_for_two_players(client)
     assert view["notices"] == []
 
 
-def test_play__eight_players_fall_back_to_ev_and_say_so(client):
+def test_play__eight_players_default_to_the_eight_player_network(client):
+    view = new_game(client, players=8, seed=5)
+    assert [s["spec"] for s in view["seats"][1:]] == [f"ppo:{DEFAULT_NETWORKS[8]}"] * 7
+    assert view["notices"] == []
+
+
+def test_play__a_table_size_without_a_shipped_network_falls_back_to_ev_and_says_so(
+    client, monkeypatch
+):
+    import agents.web.server as server
+
+    monkeypatch.setattr(server, "default_network", lambda players: None)
     view = new_game(client, players=8, seed=5)
     assert [s["spec"] for s in view["seats"][1:]] == ["ev"] * 7
-    assert any("no network" in line for line in view["notices"])
+    assert any("no network is shipped for 8 players" in line for line in view["notices"])
 
 
 def test_play__the_spec_default_names_the_default_agent(client):
