@@ -184,6 +184,18 @@ def _shown(value: object) -> str:
     return shorten(text, 60)
 
 
+def _check_short_text(name: str, value: object, what: str) -> None:
+    """Refuse search option ``name`` unless it is a non-empty string of at most
+    `MAX_OPPONENTS_LENGTH` characters (``what`` says what it should be)."""
+    if not isinstance(value, str) or not value.strip():
+        raise SearchOptionError(
+            f"search option {name} must be {what} or None, got {_shown(value)}")
+    if len(value) > MAX_OPPONENTS_LENGTH:
+        raise SearchOptionError(
+            f"search option {name} is {len(value):,} characters long; at most "
+            f"{MAX_OPPONENTS_LENGTH:,}")
+
+
 @dataclass(frozen=True)
 class SearchOptions:
     """Settings of the search.
@@ -323,13 +335,7 @@ class SearchOptions:
         spec = self.opponents
         if spec is None:
             return
-        if not isinstance(spec, str) or not spec.strip():
-            raise SearchOptionError(
-                f"search option opponents must be an agent spec or None, got {_shown(spec)}")
-        if len(spec) > MAX_OPPONENTS_LENGTH:
-            raise SearchOptionError(
-                f"search option opponents is {len(spec):,} characters long; at most "
-                f"{MAX_OPPONENTS_LENGTH:,}")
+        _check_short_text("opponents", spec, "an agent spec")
         if is_search_spec(spec):
             raise SearchOptionError(
                 f"search option opponents={_shown(spec)} is a search: a search in the "
@@ -342,13 +348,7 @@ class SearchOptions:
         path = self.critic
         if path is None:
             return
-        if not isinstance(path, str) or not path.strip():
-            raise SearchOptionError(
-                f"search option critic must be a checkpoint path or None, got {_shown(path)}")
-        if len(path) > MAX_OPPONENTS_LENGTH:
-            raise SearchOptionError(
-                f"search option critic is {len(path):,} characters long; at most "
-                f"{MAX_OPPONENTS_LENGTH:,}")
+        _check_short_text("critic", path, "a checkpoint path")
         if self.leaf != "critic":
             raise SearchOptionError(
                 f"search option critic={_shown(path)} needs leaf=critic (the {self.leaf} "
