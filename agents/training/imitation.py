@@ -478,9 +478,8 @@ def fit_critic(
         value_sum = seen = 0.0
         for start in range(0, len(target_t), batch_size):
             rows = order[start : start + batch_size]
-            features = policy.extract_features(obs_t[rows], policy.vf_features_extractor)
-            values = policy.value_net(policy.mlp_extractor.forward_critic(features))
-            loss = torch.nn.functional.mse_loss(values.squeeze(1), target_t[rows])
+            values = policy.predict_values(obs_t[rows])[:, 0]
+            loss = torch.nn.functional.mse_loss(values, target_t[rows])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
