@@ -50,6 +50,7 @@ from agents.evaluation.games import (
     DEFAULT_MAX_BATCH,
     GameRecords,
     check_seed,
+    chunk_ranges,
     deal_groups,
     display_names,
     games_per_deal,
@@ -93,14 +94,6 @@ def default_chunk_deals(num_deals: int) -> int:
     """Deal groups per chunk when none is given: ``num_deals`` split into `MIN_CHUNKS`
     chunks, at most `DEFAULT_CHUNK_DEALS` and at least 1 per chunk."""
     return max(1, min(DEFAULT_CHUNK_DEALS, -(-num_deals // MIN_CHUNKS)))
-
-
-def chunk_ranges(num_deals: int, chunk_deals: int) -> list[range]:
-    """The deal groups of each chunk: ``range(0, c), range(c, 2c), ...`` up to ``num_deals``."""
-    return [
-        range(start, min(start + chunk_deals, num_deals))
-        for start in range(0, num_deals, chunk_deals)
-    ]
 
 
 def play_chunk(

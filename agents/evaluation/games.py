@@ -128,6 +128,14 @@ def deal_groups(games: Any, num_players: int, seating: str = "cyclic") -> int:
     return -(-check_games(games, num_players, seating) // games_per_deal(num_players, seating))
 
 
+def chunk_ranges(num_deals: int, chunk_deals: int) -> list[range]:
+    """The deal groups of each chunk: ``range(0, c), range(c, 2c), ...`` up to ``num_deals``."""
+    return [
+        range(start, min(start + chunk_deals, num_deals))
+        for start in range(0, num_deals, chunk_deals)
+    ]
+
+
 class AgentActionError(ValueError):
     """An agent's ``act`` raised, or returned a malformed or illegal action; the message
     names the agent."""

@@ -41,7 +41,13 @@ from typing import Any
 import numpy as np
 
 from agents.atomic import atomic_path
-from agents.evaluation.games import GameRecords, check_seating, deal_groups, games_per_deal
+from agents.evaluation.games import (
+    GameRecords,
+    check_seating,
+    chunk_ranges,
+    deal_groups,
+    games_per_deal,
+)
 from agents.registry import checkpoint_paths
 from skyjo_env.core.errors import one_line, shorten
 from skyjo_env.core.rules import MAX_ROUNDS, SkyjoRules
@@ -339,15 +345,14 @@ def read_finished_chunks(directory: str | Path) -> FinishedChunks:
     identity = _read_tournament_file(record_file)["identity"]
     layout = _recorded_layout(identity, record_file)
     store = ChunkStore(directory, identity)
+    chunks = chunk_ranges(layout["deals"], layout["chunk_deals"])
     records, names = [], []
-    for index, start in enumerate(range(0, layout["deals"], layout["chunk_deals"])):
-        deals = range(start, min(start + layout["chunk_deals"], layout["deals"]))
+    for index, deals in enumerate(chunks):
         loaded = store.load(index, deals, layout["num_players"], layout["seating"])
         if loaded is not None:
             records.append(loaded[0])
             names = loaded[1]
-    chunks = -(-layout["deals"] // layout["chunk_deals"])
-    return FinishedChunks(layout["seed"], layout["num_players"], chunks, records, names)
+    return FinishedChunks(layout["seed"], layout["num_players"], len(chunks), records, names)
 
 
 def _recorded_layout(identity: dict[str, Any], where: Path) -> dict[str, Any]:
