@@ -317,8 +317,8 @@ def critic_targets(
     rows = np.arange(len(played.actions))
     estimate = values.means[rows, played.actions].astype(np.float64)
     valued = (values.base_actions >= 0) & np.isfinite(estimate)
-    if shaping:
-        estimate = estimate - shaping * grid_potential(played.observations, layout)
+    # the same potential as the outcome's: value_targets already took it off the returns
+    estimate = estimate + (outcome - played.returns)
     return np.where(valued, mix * outcome + (1.0 - mix) * estimate, outcome)
 
 
