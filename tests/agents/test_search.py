@@ -127,10 +127,11 @@ _TINY_CRITIC = "search(samples=2,depth=2,leaf=critic,top_actions=3,confidence_z=
              "search(samples=4,depth=4,luck=adjusted):ev",
              "search(samples=4,depth=4,lookahead=two):ev",
              f"{_TINY_CRITIC[:-1]},lookahead=two):ppo:models/ppo_2p.zip",
-             "search(samples=4,depth=4,opponents=greedy,lookahead=two,luck=adjusted):ev"],
+             "search(samples=4,depth=4,opponents=greedy,lookahead=two,luck=adjusted):ev",
+             f"{_TINY_CRITIC[:-1]},critic=models/ppo_2p_stage3.zip,opponents=ev):ppo:models/ppo_2p.zip"],
     ids=["margin-over-ev", "critic-over-ppo", "critic-over-ppo-feeding", "luck-adjusted-over-ev",
          "lookahead-two-over-ev", "lookahead-two-critic-over-ppo",
-         "opponents-lookahead-two-luck-over-ev"],
+         "opponents-lookahead-two-luck-over-ev", "critic-path-opponents-ev-over-ppo"],
 )
 def test_search__decisions_ignore_hidden_cards(spec):
     """At every step of 4 games played by ev, a twin game with every face-down card and
