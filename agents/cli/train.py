@@ -63,7 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the run in --run-dir from its last checkpoint (uses its config.yaml "
         "unless --config is given)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no-progress", action="store_true",
+        help="no progress bar: its evaluation, stage and checkpoint lines are printed a "
+        "line each instead (for a log file)")
     return parser
 
 
@@ -98,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         # every config mistake surfaces here, before any training work starts
         start = prepare_start(config, resume=args.resume)
-        summary = run_training(start, run_dir)
+        summary = run_training(start, run_dir, log_lines=args.no_progress)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -121,10 +121,15 @@ class Trainer:
             before the last step asks for the polite stop a SIGTERM asks for (finish the
             rollout and its update, checkpoint, stop; the summary says ``interrupted``).
             Sweeps prune trials through it (`agents.sweep.runner.PruningHook`).
+        log_lines: without a progress bar (``progress: false``), print what the bar
+            would show above it anyway, a line each (evaluations, stages, expert steps,
+            and a line per checkpoint with the speed), for a run whose output goes to a
+            log file (``train.py --no-progress``).
     """
 
     def __init__(self, start: TrainingStart, run_dir: str | Path,
-                 on_evaluation: Callable[[int, float], bool] | None = None):
+                 on_evaluation: Callable[[int, float], bool] | None = None,
+                 log_lines: bool = False):
         #: the config of the whole run (with its ``stages``), as written to config.yaml
         self.run_config = start.config
         #: the config of each stage (one, the run's, without stages)
@@ -155,6 +160,10 @@ class Trainer:
         self.rollouts_done = 0
         self.pending_log: dict[str, list] | None = None
         self._bar = None
+        #: without a progress bar, print its lines anyway (evaluations, stages, expert
+        #: steps, checkpoints), one per line, for a log file
+        self.log_lines = log_lines
+        self._started_at: tuple[float, int] | None = None
         #: what the next ``learn`` logs at its start: "run" (a new run's hyperparameters
         #: and imitation figures), "stage" (a new stage's hyperparameters) or None
         self.start_log: str | None = None
@@ -370,11 +379,15 @@ class Trainer:
 
     # progress
     def _write_progress(self, line: str) -> None:
+        """A line above the progress bar, or printed alone with ``log_lines``."""
         if self._bar is not None:
             self._bar.write(line)
+        elif self.log_lines:
+            print(line, flush=True)
 
     def open_progress(self, start: int) -> None:
-        """Start the progress bar at ``start`` steps."""
+        """Start the progress bar at ``start`` steps (and the clock of ``log_lines``' speed)."""
+        self._started_at = (time.perf_counter(), start)
         if self.config.progress:
             from tqdm import tqdm
 
@@ -424,9 +437,8 @@ class Trainer:
             handle.write(json.dumps(line) + "\n")
         self.eval_lines += 1
         self._keep_best(timesteps, score)
-        if self._bar is not None:
-            summary = " ".join(f"{s}={r['win_rate']:.2f}" for s, r in results.items())
-            self._bar.write(f"[{timesteps:>10,} steps] win rate vs {summary}")
+        summary = " ".join(f"{s}={r['win_rate']:.2f}" for s, r in results.items())
+        self._write_progress(f"[{timesteps:>10,} steps] win rate vs {summary}")
         if (self.on_evaluation is not None and self.on_evaluation(timesteps, score)
                 and (timesteps < self.stage_end or not self.last_stage)):
             # (at the run's end there is nothing to stop)
@@ -454,7 +466,21 @@ class Trainer:
         """
         self.next_checkpoint = self._next_multiple(timesteps, self.config.checkpoint_interval)
         extra = run_state_members(*export_run_state(self, timesteps))
-        return save_quietly(self.model, self.last_checkpoint, self._metadata(timesteps), extra)
+        path = save_quietly(self.model, self.last_checkpoint, self._metadata(timesteps), extra)
+        if self._bar is None:  # the bar shows the steps; a log gets a line per checkpoint
+            self._write_progress(f"[{timesteps:>10,} steps] checkpoint {path}"
+                                 f"{self._speed_note(timesteps)}")
+        return path
+
+    def _speed_note(self, timesteps: int) -> str:
+        """``" (N steps/s, stage K/S)"``: the speed since this ``learn`` started."""
+        if self._started_at is None:
+            return ""
+        started, first_step = self._started_at
+        seconds = time.perf_counter() - started
+        speed = (timesteps - first_step) / seconds if seconds > 0 else 0.0
+        stage = (f", stage {self.stage + 1}/{len(self.stage_configs)}" if self.staged else "")
+        return f" ({speed:,.0f} steps/s{stage})"
 
     # signals
     def _install_stop_handlers(self) -> Callable[[], None]:
@@ -471,9 +497,8 @@ class Trainer:
             if self.stop_requested and signum == signal.SIGINT:
                 raise KeyboardInterrupt
             self.stop_requested = True
-            if self._bar is not None:
-                self._bar.write("stopping: finishing this rollout, then a last checkpoint "
-                                "(Ctrl-C again to stop at once)")
+            self._write_progress("stopping: finishing this rollout, then a last checkpoint "
+                                 "(Ctrl-C again to stop at once)")
 
         previous = {}
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -618,9 +643,9 @@ class Trainer:
         self.next_checkpoint = timesteps + config.checkpoint_interval
         self.next_expert = timesteps + config.expert_interval
         self.start_log = "stage"
-        if config.progress:
+        if config.progress or self.log_lines:
             print(f"[{timesteps:>10,} steps] stage {self.stage + 1}/{len(self.stage_configs)}: "
-                  f"{self.stage_names[self.stage]}")
+                  f"{self.stage_names[self.stage]}", flush=True)
 
     def _enter_saved_stage(self) -> None:
         """Before a resume: make the stage the last checkpoint records the running one.
@@ -677,12 +702,13 @@ def _log_evaluation(logger, results: dict, score: float, snapshots: int) -> None
 
 
 def run_training(start: TrainingStart, run_dir: str | Path,
-                 on_evaluation: Callable[[int, float], bool] | None = None) -> dict[str, Any]:
+                 on_evaluation: Callable[[int, float], bool] | None = None,
+                 log_lines: bool = False) -> dict[str, Any]:
     """Train (or resume) the run of a checked start; see `Trainer.run` (and `Trainer` for
-    ``on_evaluation``). The run directory is checked writable first (`check_run_dir`:
-    `RunDirError`, a `TrainConfigError`)."""
+    ``on_evaluation`` and ``log_lines``). The run directory is checked writable first
+    (`check_run_dir`: `RunDirError`, a `TrainConfigError`)."""
     check_run_dir(run_dir)
-    return Trainer(start, run_dir, on_evaluation=on_evaluation).run()
+    return Trainer(start, run_dir, on_evaluation=on_evaluation, log_lines=log_lines).run()
 
 
 def train(config: TrainConfig, run_dir: str | Path, resume: bool = False,

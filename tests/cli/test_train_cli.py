@@ -15,7 +15,7 @@ def no_training(monkeypatch):
     """Fail the test if training would start; returns the list of calls."""
     calls = []
 
-    def fake_train(config, run_dir, resume=False):
+    def fake_train(config, run_dir, resume=False, log_lines=False):
         calls.append(config)
         raise AssertionError("training started")
 
@@ -98,7 +98,7 @@ def _summary(run_dir: Path, interrupted: bool) -> dict:
 def test_train_cli__closing_lines_name_only_files_that_exist(tmp_path, capsys, monkeypatch):
     run_dir = tmp_path / "run"
 
-    def fake_train(config, run_dir_arg, resume=False):  # stopped before any evaluation
+    def fake_train(config, run_dir_arg, resume=False, log_lines=False):  # stopped before any evaluation
         (run_dir / "checkpoints").mkdir(parents=True)
         (run_dir / "checkpoints" / "last.zip").write_bytes(b"")
         return _summary(run_dir, interrupted=True)
@@ -117,7 +117,7 @@ def test_train_cli__closing_lines_say_the_best_score_is_from_its_own_deals(
 ):
     run_dir = tmp_path / "run"
 
-    def fake_train(config, run_dir_arg, resume=False):  # finished, with an evaluation
+    def fake_train(config, run_dir_arg, resume=False, log_lines=False):  # finished, with an evaluation
         (run_dir / "checkpoints").mkdir(parents=True)
         (run_dir / "checkpoints" / "last.zip").write_bytes(b"")
         (run_dir / "best.zip").write_bytes(b"")
@@ -131,7 +131,7 @@ def test_train_cli__closing_lines_say_the_best_score_is_from_its_own_deals(
 
 
 def test_train_cli__keyboard_interrupt_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
-    def interrupted_train(config, run_dir, resume=False):
+    def interrupted_train(config, run_dir, resume=False, log_lines=False):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(train_cli, "run_training", interrupted_train)
@@ -147,7 +147,7 @@ def test_train_cli__default_run_ends_by_naming_the_recipe_of_the_strongest_agent
 ):
     run_dir = tmp_path / "run"
 
-    def fake_train(config, run_dir_arg, resume=False):
+    def fake_train(config, run_dir_arg, resume=False, log_lines=False):
         (run_dir / "checkpoints").mkdir(parents=True)
         (run_dir / "checkpoints" / "last.zip").write_bytes(b"")
         return _summary(run_dir, interrupted=False)
@@ -169,3 +169,23 @@ def test_train_cli__bad_set_is_one_error_line_and_exit_2(capsys, no_training, se
     line = _run_failing(capsys, ["--config", recipe, "--set", setting])
     assert fragment in line
     assert not no_training
+
+
+def test_train_cli__no_progress_prints_evaluation_stage_and_checkpoint_lines(tmp_path, capsys):
+    """Without the bar (output to a log file), what the bar would show comes a line each."""
+    config = tmp_path / "staged.yaml"
+    config.write_text(
+        "n_envs: 16\nn_steps: 32\nbatch_size: 512\nn_epochs: 1\nnet_arch: [16]\n"
+        "eval_interval: 512\neval_games: 2\neval_opponents: [random]\n"
+        "checkpoint_interval: 512\nimitation_games: 0\n"
+        "stages:\n  - {name: first, total_timesteps: 512}\n"
+        "  - {name: second, total_timesteps: 512}\n")
+    code = train_cli.main(["--config", str(config), "--run-dir", str(tmp_path / "run"),
+                           "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "stage 2/2: second" in out
+    assert out.count("win rate vs random=") == 2
+    checkpoint_lines = [line for line in out.splitlines() if "] checkpoint " in line]
+    assert checkpoint_lines and all("steps/s, stage " in line for line in checkpoint_lines)
+    assert "\r" not in out  # no bar
