@@ -52,7 +52,7 @@ EXAMPLES = """examples:
   skyjo-compare networks models/ppo_2p.zip runs/x/best.zip [--games 10000] [--seed 4242]
   skyjo-compare curves runs/recipe_3p [--out runs/recipe_3p/curve.png]"""
 EXIT_USAGE = 2
-#: Width of the first column (file or network names).
+#: Least width of the first column (file or network names); a longer name widens it.
 _NAME_WIDTH = 40
 
 
@@ -110,13 +110,18 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
-def _row(name: object, shares, first=None) -> str:
+def _name_width(names) -> int:
+    """The first column's width: the longest of ``names``, at least ``_NAME_WIDTH``."""
+    return max([_NAME_WIDTH, *(len(str(name)) for name in names)])
+
+
+def _row(name: object, shares, first=None, width: int = _NAME_WIDTH) -> str:
     paired = "" if first is None else interval_text(shares - first, signed=True)
-    return f"{str(name):<{_NAME_WIDTH}} {interval_text(shares):<20}  {paired}".rstrip()
+    return f"{str(name):<{width}} {interval_text(shares):<20}  {paired}".rstrip()
 
 
-def _header(what: str) -> str:
-    return f"{what:<{_NAME_WIDTH}} {'win rate, 95% CI':<20}  minus the first's on the same deals"
+def _header(what: str, width: int = _NAME_WIDTH) -> str:
+    return f"{what:<{width}} {'win rate, 95% CI':<20}  minus the first's on the same deals"
 
 
 def compare_runs(args: argparse.Namespace) -> int:
@@ -126,9 +131,10 @@ def compare_runs(args: argparse.Namespace) -> int:
     except PairingError as error:
         return _fail(str(error), EXIT_USAGE)
     print(f"agent {args.agent}, {first.size} deal groups in common, seed {seed}")
-    print(_header("run"))
-    print(_row(args.first, first))
-    print(_row(args.second, second, first))
+    width = _name_width([args.first, args.second])
+    print(_header("run", width))
+    print(_row(args.first, first, width=width))
+    print(_row(args.second, second, first, width=width))
     return 0
 
 
@@ -148,11 +154,12 @@ def compare_networks(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     against = " ".join(["ev"] * (players - 1))
     print(f"{args.games} games against {against}, seed {args.seed}")
-    print(_header("network"))
+    width = _name_width(args.networks)
+    print(_header("network", width))
     first = None
     for network in args.networks:
         shares = network_deal_shares(network, args.games, args.seed)
-        print(_row(network, shares, first), flush=True)
+        print(_row(network, shares, first, width=width), flush=True)
         first = shares if first is None else first
     return 0
 
@@ -166,14 +173,16 @@ def compare_curves(args: argparse.Namespace) -> int:
         runs = {str(run): read_eval_log(run) for run in args.runs}
     except EvalLogError as error:
         return _fail(str(error), EXIT_USAGE)
-    print(f"{'run, opponent':<{_NAME_WIDTH}} {'first':>7} {'best':>7} {'last':>7}  best at")
+    width = _name_width(f"{run}, {opponent}" for run, evaluations in runs.items()
+                        for e in evaluations for opponent in e.win_rates)
+    print(f"{'run, opponent':<{width}} {'first':>7} {'best':>7} {'last':>7}  best at")
     for run, evaluations in runs.items():
         for opponent in sorted({name for e in evaluations for name in e.win_rates}):
             logged = [e for e in evaluations if opponent in e.win_rates]
             best = max(logged, key=lambda e: e.win_rates[opponent][0])
             rates = [e.win_rates[opponent][0] for e in (logged[0], best, logged[-1])]
             where = f"{best.timesteps:,} steps" + (f" ({best.stage})" if best.stage else "")
-            print(f"{f'{run}, {opponent}':<{_NAME_WIDTH}} "
+            print(f"{f'{run}, {opponent}':<{width}} "
                   + " ".join(f"{rate:>7.1%}" for rate in rates) + f"  {where}")
     if args.out is not None:
         players = {_run_players(run) for run in args.runs}

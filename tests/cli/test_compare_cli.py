@@ -37,6 +37,20 @@ def test_compare_runs__prints_both_win_rates_and_the_paired_difference(tmp_path,
     assert lines[-1].split()[-3] == "+12.5"  # mean of +50 and -25 points
 
 
+def test_compare_runs__a_long_name_widens_the_first_column_to_keep_the_columns_aligned(
+    tmp_path, capsys
+):
+    long_dir = tmp_path / ("a_directory_name_much_longer_than_forty_characters_" * 2)
+    long_dir.mkdir()
+    first = _games_csv(long_dir / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    second = _games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1)])
+    assert main(["runs", str(first), str(second)]) == 0
+    header, first_row, second_row = capsys.readouterr().out.splitlines()[1:4]
+    column = header.index("win rate")
+    assert column == len(str(first)) + 1
+    assert first_row[column:].startswith("50.0%") and second_row[column:].startswith("100.0%")
+
+
 def test_compare_runs__the_same_evaluate_run_twice_differs_by_zero(tmp_path, capsys):
     games = tmp_path / "games.csv"
     assert evaluate_main(["--agents", "ev", "greedy", "--games", "8", "--seed", "3",
