@@ -13,7 +13,8 @@ unless ``--torch-threads`` says otherwise.
 
 Usage::
 
-    python benchmarks/search_agent.py [--spec search:ev] [--decisions 40] [--repeats 3]
+    python benchmarks/search_agent.py [--spec search:ev [--spec OTHER ...]] [--decisions 40]
+        [--repeats 3]
 """
 
 from __future__ import annotations
@@ -53,38 +54,60 @@ def searched_decisions(rules: SkyjoRules, count: int, seed: int = 0):
     return np.concatenate(kept_obs)[:count], np.concatenate(kept_masks)[:count]
 
 
+def time_agent(agent, observations: np.ndarray, masks: np.ndarray) -> tuple[float, float]:
+    """One repeat: ms/decision one decision per ``act`` call, then all in one call.
+
+    Args:
+        agent: the agent to time (already warmed up).
+        observations: float32 ``(N, obs_dim)``; masks: bool ``(N, 27)``.
+    """
+    start = time.perf_counter()
+    for i in range(len(observations)):
+        agent.act(observations[i : i + 1], masks[i : i + 1])
+    single = (time.perf_counter() - start) * 1000 / len(observations)
+    start = time.perf_counter()
+    agent.act(observations, masks)
+    batched = (time.perf_counter() - start) * 1000 / len(observations)
+    return single, batched
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Time the agent and print the medians."""
+    """Time each agent and print the medians side by side, with ratios to the first."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", default="search:ev")
+    parser.add_argument("--spec", action="append",
+                        help="agent spec to time (repeatable; default search:ev); the "
+                        "ratios are to the first")
     parser.add_argument("--players", type=int, default=2)
     parser.add_argument("--decisions", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="torch threads for a PPO base (1: the one-core figure)")
     args = parser.parse_args(argv)
-    if "ppo:" in args.spec:
+    specs = args.spec or ["search:ev"]
+    if any("ppo:" in spec for spec in specs):
         import torch
 
         torch.set_num_threads(args.torch_threads)
     rules = SkyjoRules(num_players=args.players)
     observations, masks = searched_decisions(rules, args.decisions)
-    agent = make_agent(args.spec, rules, 0)
-    agent.act(observations[:2], masks[:2])  # compile / load caches
-    single, batched = [], []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        for i in range(len(observations)):
-            agent.act(observations[i : i + 1], masks[i : i + 1])
-        single.append((time.perf_counter() - start) * 1000 / len(observations))
-        start = time.perf_counter()
-        agent.act(observations, masks)
-        batched.append((time.perf_counter() - start) * 1000 / len(observations))
-    print(f"{args.spec}, {args.players} players, {len(observations)} searched decisions, "
-          f"median of {args.repeats}")
-    print(f"one decision per call: {statistics.median(single):8.1f} ms/decision")
-    print(f"all in one call:       {statistics.median(batched):8.1f} ms/decision")
-
+    agents = [make_agent(spec, rules, 0) for spec in specs]
+    for agent in agents:
+        agent.act(observations[:2], masks[:2])  # compile / load caches
+    times = {spec: ([], []) for spec in specs}
+    for _ in range(args.repeats):  # interleaved, so a busy spell slows every agent alike
+        for spec, agent in zip(specs, agents):
+            single, batched = time_agent(agent, observations, masks)
+            times[spec][0].append(single)
+            times[spec][1].append(batched)
+    print(f"{args.players} players, {len(observations)} searched decisions, median of "
+          f"{args.repeats}, ms/decision (ratio to the first)")
+    width = max(len(spec) for spec in specs)
+    print(f"{'agent':<{width}}  {'one per call':>20}  {'all in one call':>20}")
+    base = [statistics.median(column) for column in times[specs[0]]]
+    for spec in specs:
+        medians = [statistics.median(column) for column in times[spec]]
+        cells = [f"{m:8.1f} ({m / b:5.2f}x)" for m, b in zip(medians, base)]
+        print(f"{spec:<{width}}  {cells[0]:>20}  {cells[1]:>20}")
 
 if __name__ == "__main__":
     main()
