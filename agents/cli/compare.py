@@ -5,7 +5,7 @@ Three subcommands (`agents.evaluation.compare`, `agents.evaluation.curves`)::
     # two evaluate.py runs with the same --seed and player count, each with --games-csv
     python evaluate.py --agents SPEC_A ev --games 2000 --seed 2 --games-csv a.games.csv
     python evaluate.py --agents SPEC_B ev --games 2000 --seed 2 --games-csv b.games.csv
-    skyjo-compare runs a.games.csv b.games.csv [--agent 0]
+    skyjo-compare runs a.games.csv b.games.csv [c.games.csv ...] [--agent 0]
     # or, while two long runs with --resume are still playing (their chunks finished so far)
     skyjo-compare runs runs/a.chunks runs/b.chunks
 
@@ -69,18 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
                                      metavar="{runs,networks,curves}")
     runs = commands.add_parser(
         "runs",
-        help="pair two evaluate.py runs (same --seed and player count) on their common deals",
-        description="Pair two evaluate.py runs played with the same --seed and player count, "
-        "from the files they wrote with --games-csv or from their --resume directories "
-        "(the chunks finished so far, so two long runs can be compared before they end), "
-        "over the deal groups both played in full: each run's win rate of one agent "
-        "position and the mean per-deal difference (second minus first) with its 95% "
-        "Student-t interval.",
+        help="pair two or more evaluate.py runs (same --seed and player count) on their "
+        "common deals",
+        description="Pair two or more evaluate.py runs played with the same --seed and "
+        "player count, from the files they wrote with --games-csv or from their --resume "
+        "directories (the chunks finished so far, so long runs can be compared before they "
+        "end), over the deal groups all of them played in full: each run's win rate of one "
+        "agent position and, from the second on, the mean per-deal difference (that run "
+        "minus the first) with its 95% Student-t interval.",
     )
     runs.add_argument("first", type=Path,
                       help="--games-csv file or --resume directory of the first run")
     runs.add_argument("second", type=Path,
                       help="--games-csv file or --resume directory of the second run")
+    runs.add_argument("more", nargs="*", type=Path,
+                      help="further runs, each compared with the first")
     runs.add_argument("--agent", type=int, default=0,
                       help="agent position, the order of --agents (default 0)")
     networks = commands.add_parser(
@@ -125,16 +128,19 @@ def _header(what: str, width: int = _NAME_WIDTH) -> str:
 
 
 def compare_runs(args: argparse.Namespace) -> int:
-    """``skyjo-compare runs``: print both win rates and their paired difference."""
+    """``skyjo-compare runs``: print every run's win rate and, from the second on, its
+    paired difference from the first's."""
+    paths = [args.first, args.second, *args.more]
     try:
-        first, second, seed = paired_runs(args.first, args.second, args.agent)
+        *shares, seed = paired_runs(*paths, agent=args.agent)
     except PairingError as error:
         return _fail(str(error), EXIT_USAGE)
-    print(f"agent {args.agent}, {first.size} deal groups in common, seed {seed}")
-    width = _name_width([args.first, args.second])
+    print(f"agent {args.agent}, {shares[0].size} deal groups in common, seed {seed}")
+    width = _name_width(paths)
     print(_header("run", width))
-    print(_row(args.first, first, width=width))
-    print(_row(args.second, second, first, width=width))
+    print(_row(args.first, shares[0], width=width))
+    for path, run_shares in zip(paths[1:], shares[1:]):
+        print(_row(path, run_shares, shares[0], width=width))
     return 0
 
 

@@ -5,7 +5,7 @@ points from luck alone; over the same deals much of that luck is shared, so the 
 difference of the two win rates has a far narrower interval than the two intervals
 suggest. Two ways to get such pairs:
 
-- `paired_runs`: two ``evaluate.py`` runs already played with the same ``--seed`` and
+- `paired_runs`: two (or more) ``evaluate.py`` runs already played with the same ``--seed`` and
   player count (a run of fewer games plays a prefix of a longer run's deals), read from the
   per-game files both wrote with ``--games-csv`` or from their ``--resume`` directories
   (the chunks finished so far: two long runs can be paired before they end); compared
@@ -130,38 +130,43 @@ def deal_shares(columns: dict[str, np.ndarray], agent: int) -> dict[int, float]:
 
 
 def paired_runs(
-    first: str | Path, second: str | Path, agent: int = 0
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """One agent position's per-deal win shares in two runs, over their common deals.
+    first: str | Path, second: str | Path, *more: str | Path, agent: int = 0
+) -> tuple[np.ndarray, ...]:
+    """One agent position's per-deal win shares in two or more runs, over their common deals.
 
     Args:
         first: ``--games-csv`` file or ``--resume`` directory of the first run.
         second: The same of the second run (same seed and player count).
+        *more: further runs, paired alike.
         agent: Agent position compared (the order of ``--agents``).
 
     Returns:
-        ``(first_shares, second_shares, seed)``: float64 (D,) each, over the D deal groups
-        both runs played in full, in deal order.
+        ``(first_shares, second_shares, *more_shares, seed)``: float64 (D,) each, over the D
+        deal groups every run played in full, in deal order.
 
     Raises:
         PairingError: Unreadable files, other seeds or player counts, no such agent, or
             no deal group in common.
     """
-    runs = [read_run(first), read_run(second)]
+    paths = [first, second, *more]
+    runs = [read_run(path) for path in paths]
     seeds = [set(run["seed"].astype(np.int64).tolist()) for run in runs]
-    if len(seeds[0]) != 1 or seeds[0] != seeds[1]:
-        raise PairingError(f"the runs used other seeds ({sorted(seeds[0])} and "
-                           f"{sorted(seeds[1])}): their deals differ")
+    for path_seeds in seeds[1:]:
+        if len(seeds[0]) != 1 or path_seeds != seeds[0]:
+            raise PairingError(f"the runs used other seeds ({sorted(seeds[0])} and "
+                               f"{sorted(path_seeds)}): their deals differ")
     counts = [sum(name.endswith("_win_share") for name in run) for run in runs]
-    if counts[0] != counts[1]:
-        raise PairingError(f"the runs had {counts[0]} and {counts[1]} agents: their deals differ")
+    for count in counts[1:]:
+        if count != counts[0]:
+            raise PairingError(f"the runs had {counts[0]} and {count} agents: their deals "
+                               "differ")
     if not 0 <= agent < counts[0]:
         raise PairingError(f"--agent must be in [0, {counts[0] - 1}], got {agent}")
-    a, b = (deal_shares(run, agent) for run in runs)
-    common = sorted(set(a) & set(b))
+    shares = [deal_shares(run, agent) for run in runs]
+    common = sorted(set.intersection(*(set(run_shares) for run_shares in shares)))
     if not common:
         raise PairingError("the runs have no whole deal group in common")
-    return (np.array([a[d] for d in common]), np.array([b[d] for d in common]),
+    return (*(np.array([run_shares[d] for d in common]) for run_shares in shares),
             int(next(iter(seeds[0]))))
 
 

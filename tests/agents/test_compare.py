@@ -78,7 +78,7 @@ def test_paired_runs__runs_that_cannot_be_paired_are_named(tmp_path, second, age
     }
     (tmp_path / "report.json").write_text('{"games": 2}\n')
     with pytest.raises(PairingError) as error:
-        paired_runs(first, paths[second], agent)
+        paired_runs(first, paths[second], agent=agent)
     assert message in str(error.value)
 
 

@@ -119,6 +119,20 @@ def test_compare_runs__two_unfinished_resume_directories_pair_on_their_common_ch
     assert lines[0] == "agent 0, 8 deal groups in common, seed 3"  # chunks 1 and 2
 
 
+def test_compare_runs__three_runs_pair_on_the_chunks_all_finished_each_against_the_first(
+    tmp_path, capsys
+):
+    first = _resume_dir(tmp_path / "a", ["ev", "greedy"], [0, 1, 2])
+    second = _resume_dir(tmp_path / "b", ["greedy", "greedy"], [1, 2, 4])
+    third = _resume_dir(tmp_path / "c", ["ev", "greedy"], [2, 3])
+    assert main(["runs", str(first), str(second), str(third)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "agent 0, 4 deal groups in common, seed 3"  # chunk 2 only
+    assert [line.split()[0] for line in lines[2:]] == [str(first), str(second), str(third)]
+    assert lines[-1].endswith("+0.0 [+0.0, +0.0]")  # the first's games, replayed
+    assert "[" in lines[3].split("%")[-1]  # the second row's paired difference
+
+
 def test_compare_runs__a_resume_directory_pairs_with_the_games_csv_of_the_same_run(
     tmp_path, capsys
 ):
