@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--games-from", type=Path, metavar="GAMES.npz",
                         help="fit to games saved by --keep-games instead of searching (one "
                         "step; --search and --games are then the file's)")
+    parser.add_argument("--research", action="store_true",
+                        help="with --games-from: search the file's decisions again with "
+                        "--search over --checkpoint (e.g. search(critic=CRITIC.zip)) and fit "
+                        "to that search's moves and values; the outcomes stay the games'")
     parser.add_argument("--no-progress", action="store_true",
                         help="hide the search games' progress (a bar on a terminal; off one, "
                         "as under nohup, a line a minute on stderr)")
@@ -120,6 +124,9 @@ def _check(args: argparse.Namespace) -> None:
                              f"network), got --steps {args.steps}")
         if not args.games_from.is_file():
             raise ValueError(f"--games-from {str(args.games_from)!r} is not a file")
+    elif args.research:
+        raise ValueError("--research searches the decisions of saved games again: it needs "
+                         "--games-from")
 
 
 def _fit_summary(stats: dict[str, float], args: argparse.Namespace) -> str:
@@ -133,6 +140,25 @@ def _fit_summary(stats: dict[str, float], args: argparse.Namespace) -> str:
     return (f"{stats['decisions']:,.0f} decisions{soft}, the network played the searched "
             f"move {stats['agreement_before']:.1%} before the fit, "
             f"{stats['agreement_after']:.1%} after")
+
+
+def _announce(args: argparse.Namespace, step: int, source: Path) -> tuple[int, str, int]:
+    """Print what the step does; returns the progress's total, unit and in-flight count
+    (see `agents.evaluation.games.ProgressLines`)."""
+    if args.games_from is None:
+        print(f"step {step}/{args.steps}: {args.games} games of {args.search} over {source}",
+              flush=True)
+        return args.games, "games", parallel_games(args)
+    if args.research:
+        from agents.training.expert import RESEARCH_CHUNK_ROWS, searched_rows  # lazily
+
+        rows = searched_rows(args.games_from)
+        print(f"step {step}/{args.steps}: searching the {rows:,} decisions of {args.games_from} "
+              f"again with {args.search} over {source}, then fitting", flush=True)
+        return rows, "decisions", sum(chunk_sizes(rows, RESEARCH_CHUNK_ROWS)[:args.workers])
+    print(f"step {step}/{args.steps}: fitting {source} to the games in {args.games_from}",
+          flush=True)
+    return args.games, "games", 0
 
 
 def games_path(network: Path) -> Path:
@@ -179,16 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         value_mix = DEFAULT_VALUE_MIX if args.value_mix is None else args.value_mix
         for step, target in enumerate(step_paths(args.out, args.steps), start=1):
             started = time.perf_counter()
-            searching = args.games_from is None
-            if searching:
-                print(f"step {step}/{args.steps}: {args.games} games of {args.search} over "
-                      f"{source}", flush=True)
-            else:
-                print(f"step {step}/{args.steps}: fitting {source} to the games in "
-                      f"{args.games_from}", flush=True)
+            searching = args.games_from is None or args.research
+            total, unit, in_flight = _announce(args, step, source)
             quiet = args.no_progress or not searching
-            with progress_bar(args.games, False if quiet else None,
-                              in_flight=parallel_games(args)) as bar:
+            with progress_bar(total, False if quiet else None, in_flight=in_flight,
+                              unit=unit) as bar:
                 stats = distill_checkpoint(
                     source, target, args.search, args.games, seed=derived_seed(args.seed, step),
                     epochs=args.epochs, learning_rate=args.learning_rate, anchor=anchor,
@@ -197,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                     games_out=games_path(target) if args.keep_games else None,
                     games_in=args.games_from, soft_temperature=args.soft_temperature,
                     critic_only=args.critic_only, value_mix=value_mix,
+                    research=args.research,
                 )
             print(f"step {step}/{args.steps}: {_fit_summary(stats, args)}; wrote {target} in "
                   f"{time.perf_counter() - started:.0f} s", flush=True)

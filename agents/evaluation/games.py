@@ -371,10 +371,13 @@ class ProgressLines:
             chunks run one after another). Chunks started together end together, so until
             that many games are done the first finished chunk stands for all of them in
             the rate; otherwise the first line's time left would be W times too long.
+        unit: What is counted, the lines' first word (``games``; ``decisions``).
     """
 
     def __init__(self, total: int, interval_s: float = PROGRESS_LINE_INTERVAL_S,
-                 stream=None, clock=time.monotonic, initial: int = 0, in_flight: int = 0):
+                 stream=None, clock=time.monotonic, initial: int = 0, in_flight: int = 0,
+                 unit: str = "games"):
+        self.unit = unit
         self.total, self.done = int(total), int(initial)
         self.initial = int(initial)
         self.in_flight = min(int(in_flight), self.total - self.initial)
@@ -398,7 +401,7 @@ class ProgressLines:
         else:
             left = float("nan")
         share = 100 * self.done / self.total if self.total else 100.0
-        print(f"games: {self.done}/{self.total} ({share:.0f}%), {elapsed:.0f} s, "
+        print(f"{self.unit}: {self.done}/{self.total} ({share:.0f}%), {elapsed:.0f} s, "
               f"about {left:.0f} s left", file=self.stream or sys.stderr, flush=True)
 
     def __enter__(self) -> ProgressLines:
@@ -408,16 +411,17 @@ class ProgressLines:
         return None
 
 
-def progress_bar(total: int, progress: bool | None, initial: int = 0, in_flight: int = 0):
-    """Progress over ``total`` games, ``initial`` of them already played and ``in_flight``
-    played at once in parallel chunks (see `ProgressLines`): a tqdm bar on a terminal (or
-    with ``progress`` True), `ProgressLines` when ``progress`` is None and stderr is not a
-    terminal, nothing when ``progress`` is False."""
+def progress_bar(total: int, progress: bool | None, initial: int = 0, in_flight: int = 0,
+                 unit: str = "games"):
+    """Progress over ``total`` games (or other ``unit``s), ``initial`` of them already
+    played and ``in_flight`` played at once in parallel chunks (see `ProgressLines`): a
+    tqdm bar on a terminal (or with ``progress`` True), `ProgressLines` when ``progress``
+    is None and stderr is not a terminal, nothing when ``progress`` is False."""
     from tqdm.auto import tqdm
 
     if progress is None and not sys.stderr.isatty():
-        return ProgressLines(total, initial=initial, in_flight=in_flight)
-    return tqdm(total=total, initial=initial, unit="game", desc="games",
+        return ProgressLines(total, initial=initial, in_flight=in_flight, unit=unit)
+    return tqdm(total=total, initial=initial, unit=unit.rstrip("s"), desc=unit,
                 disable=progress is False, leave=False)
 
 

@@ -19,6 +19,11 @@ the actor is fitted instead to `soft_search_targets`: the search's action values
 rollout value of each action it tried, recorded as it played: `SearchGames`), not only its
 picks, so a near tie moves the target a little and a clear edge a lot
 (`experiments/soft_distill.py` compared the two; docs/results.md).
+
+`research_positions` searches the decisions of saved games again with another search (e.g.
+one valuing its leaves with a value function fitted on the search's own games,
+``search(critic=PATH)``), so a network can be fitted to a better search's moves without
+playing new games (``skyjo-distill --games-from FILE --research``).
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ from skyjo_env.rewards import grid_potential
 EXPERT_CHUNK_GAMES = 16
 #: Minibatch of the fit: a step's few thousand decisions still give dozens of updates.
 EXPERT_BATCH_SIZE = 256
+#: Decisions per chunk of `research_positions` (about half a minute of search each).
+RESEARCH_CHUNK_ROWS = 1024
 #: Format tag of a saved games file (`save_recorded_games`).
 GAMES_FORMAT = "skyjo-rl-expert-games/1"
 
@@ -171,6 +178,88 @@ def collect_expert_games(
                        _concatenated([part.values for part in parts]))
 
 
+def research_chunk(
+    rules: SkyjoRules, spec: str, seed: int, observations: np.ndarray, masks: np.ndarray,
+    chunk: int, rows: int,
+) -> tuple[np.ndarray, ActionValues]:
+    """Chunk ``chunk`` of `research_positions`: its ``rows`` decisions (from row ``chunk *
+    RESEARCH_CHUNK_ROWS`` of ``observations`` / ``masks``) searched by a ``spec`` agent
+    built with ``chunk_seed(seed, chunk)``; returns its moves (int64 (rows,)) and
+    `ActionValues` (self-contained, so it runs as a Ray task)."""
+    start = chunk * RESEARCH_CHUNK_ROWS
+    agent = make_agent(spec, rules, seed=chunk_seed(seed, chunk))
+    actions, values = agent.act_with_values(observations[start:start + rows],
+                                            masks[start:start + rows])
+    return actions, _compact(values)
+
+
+def research_positions(
+    rules: SkyjoRules,
+    spec: str,
+    games: SearchGames,
+    seed: int,
+    workers: int = 0,
+    ray_address: str | None = None,
+    on_rows_done: Callable[[int], None] | None = None,
+) -> SearchGames:
+    """The decisions of ``games`` that their search decided, searched again by ``spec``.
+
+    A search decides from what the seat sees (the observation) alone, so a saved
+    decision can be searched again without its game. The rows the first search did not
+    decide (setup reveals, forced moves: base action -1) keep their move and values.
+
+    Args:
+        rules: The rules the games were played under.
+        spec: The new search, with its base (`teacher_spec`).
+        games: Saved search games (`load_recorded_games`), with their action values.
+        seed: Root seed of the new search's agents (one per chunk of
+            `RESEARCH_CHUNK_ROWS` decisions: the same result for any ``workers``).
+        workers, ray_address: Where the chunks run (`agents.training.imitation.run_chunks`).
+        on_rows_done: Called with a chunk's decisions as each chunk ends (a progress bar).
+
+    Returns:
+        `SearchGames` of the same N decisions: ``played`` with the new search's moves in
+        the searched rows (observations, masks and returns unchanged: the outcomes stay
+        those of the games as played), ``values`` the new search's.
+    """
+    searched = np.flatnonzero(games.values.base_actions >= 0)
+    observations = games.played.observations[searched]
+    masks = games.played.masks[searched]
+    task = partial(research_chunk, rules, spec, seed, observations, masks)
+    parts = run_chunks(task, chunk_sizes(len(searched), RESEARCH_CHUNK_ROWS), workers,
+                       ray_address, on_chunk_done=on_rows_done)
+    actions = games.played.actions.copy()
+    means, errors = games.values.means.copy(), games.values.errors.copy()
+    base_actions = games.values.base_actions.copy()
+    if parts:
+        actions[searched] = np.concatenate([part[0] for part in parts])
+        new = _concatenated([part[1] for part in parts])
+        means[searched], errors[searched] = new.means, new.errors
+        base_actions[searched] = new.base_actions
+    return SearchGames(games.played._replace(actions=actions),
+                       ActionValues(means, errors, base_actions))
+
+
+def searched_rows(path: str | Path) -> int:
+    """How many decisions of a saved games file its search decided (0 without values);
+    for a progress bar before `load_recorded_games` checks the file.
+
+    Raises:
+        GamesFileError: Not a readable games file.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            key = _VALUE_ARRAYS["base_actions"]
+            return int((data[key] >= 0).sum()) if key in data.files else 0
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise _unreadable(path, error) from error
+
+
+def _unreadable(path: str | Path, error: Exception) -> GamesFileError:
+    return GamesFileError(
+        f"games file {str(path)!r} is not a readable skyjo-distill games file: {error}")
+
+
 def save_recorded_games(
     played: RecordedGames, path: str | Path, info: dict, values: ActionValues | None = None
 ) -> None:
@@ -218,9 +307,7 @@ def load_recorded_games(
                             if _VALUE_ARRAYS["means"] in data.files else None)
         info = json.loads(str(arrays.pop("info")))
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        raise GamesFileError(
-            f"games file {str(path)!r} is not a readable skyjo-distill games file: {error}"
-        ) from error
+        raise _unreadable(path, error) from error
     if not isinstance(info, dict) or info.get("format") != GAMES_FORMAT:
         raise GamesFileError(f"games file {str(path)!r} is not in format {GAMES_FORMAT}")
     played = RecordedGames(**arrays)
@@ -496,6 +583,7 @@ def distill_checkpoint(
     soft_temperature: float | None = None,
     critic_only: bool = False,
     value_mix: float = 0.5,
+    research: bool = False,
 ) -> dict[str, float]:
     """One expert-iteration step on a saved network: search games over ``source``, the
     fit (anchored hard targets, or soft ones), and the result saved to ``target`` (the same
@@ -527,6 +615,9 @@ def distill_checkpoint(
             fits the searched moves.
         critic_only: Fit the critic alone (the arguments of the actor's fit unused).
         value_mix: With ``critic_only``, the weight of the outcomes in the targets.
+        research: With ``games_in``, search the file's decisions again with ``search``
+            over ``source`` (`research_positions`, seeded from ``seed``, on ``workers``;
+            ``on_games_done`` then counts decisions) and fit to that search instead.
 
     Returns:
         ``{"decisions", "fitted", "agreement_before", "agreement_after", "loss"}``, plus
@@ -537,7 +628,7 @@ def distill_checkpoint(
         ValueError: A ``soft_temperature`` that is not a finite number > 0 (before any
             search).
         GamesFileError: ``games_in`` is not a games file that fits the network, or holds
-            no search values and ``soft_temperature`` needs them.
+            no search values and ``soft_temperature`` or ``research`` needs them.
     """
     import torch
 
@@ -561,15 +652,21 @@ def distill_checkpoint(
     else:
         played, saved, values = load_recorded_games(games_in, layout.size,
                                                     num_actions(rules.num_slots))
-        if values is None and (soft_temperature is not None
+        if values is None and (soft_temperature is not None or research
                                or (critic_only and value_mix < 1)):
             raise GamesFileError(
                 f"games file {str(games_in)!r} holds no search action values (saved before "
-                "they were recorded); soft targets and a value mix below 1 need them: "
-                "search new games"
+                "they were recorded); soft targets, a value mix below 1 and --research need "
+                "them: search new games"
             )
         provenance.update(search=saved.get("search"), games=saved.get("games"),
                           games_from={"path": str(games_in), **saved})
+        if research:
+            played, values = research_positions(
+                rules, teacher_spec(search, str(source)), SearchGames(played, values),
+                seed=chunk_seed(seed, 3), workers=workers, ray_address=ray_address,
+                on_rows_done=on_games_done)
+            provenance.update(search=search, researched=True)
     if games_out is not None:
         save_recorded_games(played, games_out, provenance, values)
     policy = load_policy(source, metadata, trainable=True)

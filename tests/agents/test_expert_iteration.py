@@ -192,6 +192,34 @@ def test_collect_expert_games__records_the_search_values_of_each_decision():
                                   greedy.act(played.observations, played.masks)[searched])
 
 
+@pytest.mark.slow  # search games
+def test_research_positions__searched_rows_take_the_new_search_the_rest_stay(monkeypatch):
+    import agents.training.expert as expert
+
+    games = collect_expert_games(RULES, "search(samples=3,depth=2,confidence_z=0):greedy",
+                                 games=2, seed=2, teacher_seed=5)
+    monkeypatch.setattr(expert, "RESEARCH_CHUNK_ROWS", 40)  # several chunks
+    spec = "search(samples=3,depth=2,confidence_z=0):ev"
+    again = expert.research_positions(RULES, spec, games, seed=9)
+    searched = games.values.base_actions >= 0
+    assert searched.sum() > 2 * 40
+    for name in ("observations", "masks", "returns"):
+        np.testing.assert_array_equal(getattr(again.played, name), getattr(games.played, name))
+    np.testing.assert_array_equal(again.played.actions[~searched], games.played.actions[~searched])
+    assert np.isnan(again.values.means[~searched]).all()
+    np.testing.assert_array_equal(again.values.base_actions >= 0, searched)
+    # the new search's base is ev, and with z = 0 it plays the best of its own means
+    observations, masks = games.played.observations[searched], games.played.masks[searched]
+    ev = make_agent("ev", RULES, seed=0)
+    np.testing.assert_array_equal(again.values.base_actions[searched], ev.act(observations, masks))
+    rows = np.flatnonzero(searched)
+    best = np.nanmax(again.values.means[rows], axis=1)
+    np.testing.assert_allclose(again.values.means[rows, again.played.actions[rows]], best,
+                               rtol=0, atol=1e-6)
+    same = expert.research_positions(RULES, spec, games, seed=9)
+    np.testing.assert_array_equal(same.played.actions, again.played.actions)
+
+
 def test_run_chunks__should_stop_abandons_between_chunks():
     calls = []
 

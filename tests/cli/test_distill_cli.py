@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,8 @@ def test_step_paths__last_step_is_out():
         (["--value-mix", "0.5"], "--value-mix applies only with --critic-only"),
         (["--critic-only", "--value-mix", "2"], "--value-mix must be in [0, 1], got 2.0"),
         (["--critic-only", "--soft-temperature", "0.03"], "--critic-only fits the critic alone"),
+        (["--research"], "--research searches the decisions of saved games again: it needs "
+         "--games-from"),
     ],
 )
 def test_main__bad_input_is_one_line_exit_2(tmp_path, capsys, extra, message):
@@ -135,6 +138,28 @@ def test_main__kept_games_refit_the_same_network_without_searching(tmp_path, cap
     assert step["search"] == TINY and step["games"] == 1
     assert step["games_from"]["path"] == str(games)
     assert step["soft_temperature"] == (0.03 if soft else None)
+
+
+@pytest.mark.slow  # search games and network fitting
+def test_main__research_searches_the_saved_decisions_again_and_records_the_new_search(
+    tmp_path, capsys
+):
+    searched = tmp_path / "searched.zip"
+    assert main(["--checkpoint", str(SHIPPED), "--out", str(searched), "--games", "1",
+                 "--search", TINY, "--keep-games", "--no-progress"]) == 0
+    games = tmp_path / "searched.games.npz"
+    capsys.readouterr()
+    other = "search(samples=3,depth=2,leaf=margin)"
+    refit = tmp_path / "refit.zip"
+    code = main(["--checkpoint", str(SHIPPED), "--out", str(refit), "--games-from", str(games),
+                 "--research", "--search", other, "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert re.search(rf"searching the [\d,]+ decisions of {re.escape(str(games))} again with "
+                     rf"{re.escape(other)} over {re.escape(str(SHIPPED))}", printed)
+    step = read_metadata(refit)["distilled"][-1]
+    assert step["search"] == other and step["researched"] is True
+    assert step["games_from"]["search"] == TINY
 
 
 @pytest.mark.slow  # search games and network fitting
