@@ -458,6 +458,17 @@ def test_progress_lines__one_line_per_interval_with_the_time_left():
     assert stream.getvalue() == "games: 500/2000 (25%), 100 s, about 300 s left\n"
 
 
+def test_progress_lines__name_the_unit_counted():
+    import io
+
+    stream, clock = io.StringIO(), _Clock()
+    with ProgressLines(4096, interval_s=60, stream=stream, clock=clock,
+                       unit="decisions") as progress:
+        clock.now += 60
+        progress.update(1024)
+    assert stream.getvalue() == "decisions: 1024/4096 (25%), 60 s, about 180 s left\n"
+
+
 def test_progress_lines__resumed_games_count_as_done_but_not_in_the_rate():
     import io
 

@@ -82,8 +82,8 @@ def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, m
     opened, counted = [], []
 
     class RecordingBar:
-        def __init__(self, total, progress, in_flight=0):
-            opened.append((total, progress, in_flight))
+        def __init__(self, total, progress, in_flight=0, unit="games"):
+            opened.append((total, progress, in_flight, unit))
 
         def update(self, games):
             counted.append(games)
@@ -99,7 +99,7 @@ def test_main__counts_each_step_search_games_on_the_progress(tmp_path, capsys, m
     code = main(["--checkpoint", str(SHIPPED), "--out", str(out), "--steps", "2", "--games", "2",
                  "--search", TINY, "--no-progress"])
     assert code == 0, capsys.readouterr().err
-    assert opened == [(2, False, 0), (2, False, 0)]  # one per step; --no-progress hides it
+    assert opened == [(2, False, 0, "games")] * 2  # one per step; --no-progress hides it
     assert counted == [2, 2]
 
 
