@@ -58,7 +58,8 @@ from skyjo_env.rewards import grid_potential
 EXPERT_CHUNK_GAMES = 16
 #: Minibatch of the fit: a step's few thousand decisions still give dozens of updates.
 EXPERT_BATCH_SIZE = 256
-#: Decisions per chunk of `research_positions` (about half a minute of search each).
+#: Decisions per chunk of `research_positions`: a Ray task long enough to be worth sending,
+#: short enough to spread over the workers.
 RESEARCH_CHUNK_ROWS = 1024
 #: Format tag of a saved games file (`save_recorded_games`).
 GAMES_FORMAT = "skyjo-rl-expert-games/1"
@@ -180,13 +181,13 @@ def collect_expert_games(
 
 def research_chunk(
     rules: SkyjoRules, spec: str, seed: int, observations: np.ndarray, masks: np.ndarray,
-    chunk: int, rows: int,
+    chunk_rows: int, chunk: int, rows: int,
 ) -> tuple[np.ndarray, ActionValues]:
     """Chunk ``chunk`` of `research_positions`: its ``rows`` decisions (from row ``chunk *
-    RESEARCH_CHUNK_ROWS`` of ``observations`` / ``masks``) searched by a ``spec`` agent
-    built with ``chunk_seed(seed, chunk)``; returns its moves (int64 (rows,)) and
-    `ActionValues` (self-contained, so it runs as a Ray task)."""
-    start = chunk * RESEARCH_CHUNK_ROWS
+    chunk_rows`` of ``observations`` float32 (N, O) / ``masks`` bool (N, A)) searched by a
+    ``spec`` agent built with ``chunk_seed(seed, chunk)``; returns its moves (int64
+    (rows,)) and `ActionValues` (self-contained, so it runs as a Ray task)."""
+    start = chunk * chunk_rows
     agent = make_agent(spec, rules, seed=chunk_seed(seed, chunk))
     actions, values = agent.act_with_values(observations[start:start + rows],
                                             masks[start:start + rows])
@@ -201,6 +202,7 @@ def research_positions(
     workers: int = 0,
     ray_address: str | None = None,
     on_rows_done: Callable[[int], None] | None = None,
+    chunk_rows: int = RESEARCH_CHUNK_ROWS,
 ) -> SearchGames:
     """The decisions of ``games`` that their search decided, searched again by ``spec``.
 
@@ -216,6 +218,7 @@ def research_positions(
             `RESEARCH_CHUNK_ROWS` decisions: the same result for any ``workers``).
         workers, ray_address: Where the chunks run (`agents.training.imitation.run_chunks`).
         on_rows_done: Called with a chunk's decisions as each chunk ends (a progress bar).
+        chunk_rows: Decisions per chunk (changes the result: keep the default).
 
     Returns:
         `SearchGames` of the same N decisions: ``played`` with the new search's moves in
@@ -225,8 +228,8 @@ def research_positions(
     searched = np.flatnonzero(games.values.base_actions >= 0)
     observations = games.played.observations[searched]
     masks = games.played.masks[searched]
-    task = partial(research_chunk, rules, spec, seed, observations, masks)
-    parts = run_chunks(task, chunk_sizes(len(searched), RESEARCH_CHUNK_ROWS), workers,
+    task = partial(research_chunk, rules, spec, seed, observations, masks, chunk_rows)
+    parts = run_chunks(task, chunk_sizes(len(searched), chunk_rows), workers,
                        ray_address, on_chunk_done=on_rows_done)
     actions = games.played.actions.copy()
     means, errors = games.values.means.copy(), games.values.errors.copy()

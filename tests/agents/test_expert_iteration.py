@@ -15,6 +15,7 @@ from agents.training.expert import (
     agreement,
     collect_expert_games,
     critic_targets,
+    research_positions,
     soft_search_targets,
     teacher_spec,
     value_targets,
@@ -193,14 +194,11 @@ def test_collect_expert_games__records_the_search_values_of_each_decision():
 
 
 @pytest.mark.slow  # search games
-def test_research_positions__searched_rows_take_the_new_search_the_rest_stay(monkeypatch):
-    import agents.training.expert as expert
-
+def test_research_positions__searched_rows_take_the_new_search_the_rest_stay():
     games = collect_expert_games(RULES, "search(samples=3,depth=2,confidence_z=0):greedy",
                                  games=2, seed=2, teacher_seed=5)
-    monkeypatch.setattr(expert, "RESEARCH_CHUNK_ROWS", 40)  # several chunks
     spec = "search(samples=3,depth=2,confidence_z=0):ev"
-    again = expert.research_positions(RULES, spec, games, seed=9)
+    again = research_positions(RULES, spec, games, seed=9, chunk_rows=40)  # several chunks
     searched = games.values.base_actions >= 0
     assert searched.sum() > 2 * 40
     for name in ("observations", "masks", "returns"):
@@ -216,7 +214,7 @@ def test_research_positions__searched_rows_take_the_new_search_the_rest_stay(mon
     best = np.nanmax(again.values.means[rows], axis=1)
     np.testing.assert_allclose(again.values.means[rows, again.played.actions[rows]], best,
                                rtol=0, atol=1e-6)
-    same = expert.research_positions(RULES, spec, games, seed=9)
+    same = research_positions(RULES, spec, games, seed=9, chunk_rows=40)
     np.testing.assert_array_equal(same.played.actions, again.played.actions)
 
 
