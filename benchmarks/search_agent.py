@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         agent.act(observations[:2], masks[:2])  # compile / load caches
     times = {spec: ([], []) for spec in specs}
     for _ in range(args.repeats):  # interleaved, so a busy spell slows every agent alike
-        for spec, agent in zip(specs, agents):
+        for spec, agent in zip(specs, agents, strict=True):
             single, batched = time_agent(agent, observations, masks)
             times[spec][0].append(single)
             times[spec][1].append(batched)
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     base = [statistics.median(column) for column in times[specs[0]]]
     for spec in specs:
         medians = [statistics.median(column) for column in times[spec]]
-        cells = [f"{m:8.1f} ({m / b:5.2f}x)" for m, b in zip(medians, base)]
+        cells = [f"{m:8.1f} ({m / b:5.2f}x)" for m, b in zip(medians, base, strict=True)]
         print(f"{spec:<{width}}  {cells[0]:>20}  {cells[1]:>20}")
 
 if __name__ == "__main__":

@@ -139,7 +139,7 @@ def compare_runs(args: argparse.Namespace) -> int:
     width = _name_width(paths)
     print(_header("run", width))
     print(_row(args.first, shares[0], width=width))
-    for path, run_shares in zip(paths[1:], shares[1:]):
+    for path, run_shares in zip(paths[1:], shares[1:], strict=True):
         print(_row(path, run_shares, shares[0], width=width))
     return 0
 
