@@ -74,4 +74,14 @@ def load_ppo_agent(path: str | Path, rules: SkyjoRules, seed: int = 0) -> PPOAge
     """
     metadata = read_metadata(path)
     check_compatible(metadata, rules, path)
-    return PPOAgent(load_policy(path, metadata), name=f"ppo:{Path(path).stem}", seed=seed)
+    return PPOAgent(load_policy(path, metadata), name=network_label(path), seed=seed)
+
+
+def network_label(path: str | Path) -> str:
+    """The agent name of the network at ``path``: ``ppo:STEM``, except a training run's
+    ``best.zip``, ``ppo:RUN/best`` (plain ``ppo:best`` would read as the spec of the
+    strongest shipped network, `agents.registry.BEST_NETWORK`)."""
+    path = Path(path)
+    if path.stem == "best" and path.parent.name:
+        return f"ppo:{path.parent.name}/{path.stem}"
+    return f"ppo:{path.stem}"

@@ -252,3 +252,16 @@ def test_best_network__two_cards_marked_strongest_for_one_size_are_refused(tmp_p
         (tmp_path / f"{name}.md").write_text("---\nplayers: 2\nstrongest: true\n---\n# x\n")
     with pytest.raises(AgentSpecError, match="2 shipped networks say they are the strongest"):
         best_network(2, tmp_path)
+
+
+def test_ppo_agent_name__a_runs_best_zip_is_named_with_its_run_not_as_ppo_best(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
+    run_best = tmp_path / "recipe_2p" / "best.zip"
+    run_best.parent.mkdir()
+    shutil.copy(shipped, run_best)
+    rules = SkyjoRules()
+    assert make_agent(f"ppo:{run_best}", rules, 0).name == "ppo:recipe_2p/best"
+    assert make_agent(f"ppo:{shipped}", rules, 0).name == "ppo:ppo_2p"
