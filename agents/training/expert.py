@@ -214,8 +214,8 @@ def research_positions(
         rules: The rules the games were played under.
         spec: The new search, with its base (`teacher_spec`).
         games: Saved search games (`load_recorded_games`), with their action values.
-        seed: Root seed of the new search's agents (one per chunk of
-            `RESEARCH_CHUNK_ROWS` decisions: the same result for any ``workers``).
+        seed: Root seed of the new search's agents (one per chunk of ``chunk_rows``
+            decisions: the same result for any ``workers``).
         workers, ray_address: Where the chunks run (`agents.training.imitation.run_chunks`).
         on_rows_done: Called with a chunk's decisions as each chunk ends (a progress bar).
         chunk_rows: Decisions per chunk (changes the result: keep the default).
