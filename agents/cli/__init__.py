@@ -1,5 +1,24 @@
 """Command lines: ``skyjo-evaluate`` (`evaluate`), ``skyjo-train`` (`train`) and
 ``skyjo-play`` (`play`); each parses its arguments and calls one library function."""
 
+import os
+import sys
+
 #: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it; every command uses it.
 EXIT_INTERRUPTED = 130
+
+#: Exit code when the reader of standard output went away (128 + SIGPIPE), as a shell
+#: reports a writer that a pipe's closed end stopped (``skyjo-compare ... | head``).
+EXIT_BROKEN_PIPE = 141
+
+
+def silence_closed_stdout() -> None:
+    """Send the rest of standard output to the null device after its reader closed the pipe.
+
+    Python would otherwise print a ``BrokenPipeError`` traceback when it flushes standard
+    output at exit; a command that catches ``BrokenPipeError`` calls this and goes on
+    quietly (the Python documentation's advice for SIGPIPE).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -34,7 +34,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.cli import EXIT_INTERRUPTED
+from agents.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_closed_stdout
 from agents.evaluation.compare import (
     PairingError,
     common_rules,
@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 2 for a bad input (one line on stderr), 130 on
-        Ctrl-C.
+        Ctrl-C, 141 (quietly) when standard output's reader closed the pipe (``| head``).
     """
     parser = build_parser()
     try:
@@ -234,9 +234,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         command = {"runs": compare_runs, "networks": compare_networks,
                    "curves": compare_curves}[args.command]
-        return command(args)
+        status = command(args)
+        sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
+        return status
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        silence_closed_stdout()
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

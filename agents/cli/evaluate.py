@@ -32,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.cli import EXIT_INTERRUPTED
+from agents.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_closed_stdout
 from agents.evaluation.distributed import (
     DEFAULT_CHUNK_DEALS,
     MIN_CHUNKS,
@@ -290,7 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 2 for a bad input (nothing written), 1 when an agent
-        fails during play (nothing written), 130 on Ctrl-C.
+        fails during play (nothing written), 130 on Ctrl-C, 141 (quietly, the reports
+        written) when standard output's reader closed the pipe (``| head``).
     """
     parser = build_parser()
     try:
@@ -298,9 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse has printed its message already
         return int(exit_.code or 0)
     try:
-        return _run(args)
+        status = _run(args)
+        sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
+        return status
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        silence_closed_stdout()
+        return EXIT_BROKEN_PIPE
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -344,7 +350,12 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(str(error), EXIT_RUNTIME)
     except (ValueError, MemoryError) as error:  # anything _prepare could not foresee
         return _fail(one_line(error), EXIT_RUNTIME)
-    print(format_table(result))
+    stdout_closed = False
+    try:
+        print(format_table(result), flush=True)
+    except BrokenPipeError:  # `| head` has read its lines: the reports are still written
+        silence_closed_stdout()
+        stdout_closed = True
     try:
         written = write_reports(
             result, json_path=args.json, csv_path=args.csv, plot_path=args.plot,
@@ -356,7 +367,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     if args.replays is not None and not _is_distributed(args):
         print(f"wrote {len(recorder.written)} replays into {args.replays}")
-    return 0
+    return EXIT_BROKEN_PIPE if stdout_closed else 0
 
 
 def _recorder(args: argparse.Namespace, rules, agents) -> ReplayRecorder | None:

@@ -37,6 +37,18 @@ def test_compare_runs__prints_both_win_rates_and_the_paired_difference(tmp_path,
     assert lines[-1].split()[-3] == "+12.5"  # mean of +50 and -25 points
 
 
+@pytest.mark.slow  # subprocess CLI run
+def test_compare_runs__a_closed_stdout_pipe_exits_141_without_a_traceback(
+    tmp_path, run_into_closed_pipe
+):
+    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    second = _games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1)])
+    completed = run_into_closed_pipe("agents.cli.compare", ["runs", str(first), str(second)],
+                                     tmp_path)
+    assert completed.returncode == 141
+    assert completed.stderr == ""
+
+
 def test_compare_runs__a_long_name_widens_the_first_column_to_keep_the_columns_aligned(
     tmp_path, capsys
 ):

@@ -254,6 +254,21 @@ def test_evaluate_script__runs_as_a_program(tmp_path):
     assert failed.returncode == 2 and "unknown agent spec 'nobody'" in failed.stderr
 
 
+@pytest.mark.slow  # subprocess CLI run
+def test_evaluate__a_closed_stdout_pipe_still_writes_the_report_and_exits_141_quietly(
+    tmp_path, run_into_closed_pipe
+):
+    path = tmp_path / "r.json"
+    completed = run_into_closed_pipe(
+        "agents.cli.evaluate",
+        ["--agents", "random", "greedy", "--games", "4", "--no-progress", "--json", str(path)],
+        tmp_path,
+    )
+    assert completed.returncode == 141
+    assert completed.stderr == ""
+    assert json.loads(path.read_text())["games"] == 4
+
+
 FAKE_AGENTS = """
 import numpy as np
 
