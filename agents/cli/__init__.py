@@ -2,7 +2,11 @@
 ``skyjo-play`` (`play`); each parses its arguments and calls one library function."""
 
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 #: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it; every command uses it.
 EXIT_INTERRUPTED = 130
@@ -22,3 +26,27 @@ def silence_closed_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """Within the block, SIGTERM (``kill``, a scheduler's stop) raises ``KeyboardInterrupt``.
+
+    A command then stops on SIGTERM as it does on Ctrl-C: its ``finally`` blocks run (a
+    local Ray is shut down instead of leaving its workers behind, finished resume chunks
+    stay), it prints ``interrupted`` and exits 130. Python's default would end the process
+    at once. The previous handler comes back after the block; off the main thread (where
+    signal handlers cannot be set) the block runs unchanged.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -32,7 +32,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_closed_stdout
+from agents.cli import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    sigterm_as_ctrl_c,
+    silence_closed_stdout,
+)
 from agents.evaluation.distributed import (
     DEFAULT_CHUNK_DEALS,
     MIN_CHUNKS,
@@ -290,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 2 for a bad input (nothing written), 1 when an agent
-        fails during play (nothing written), 130 on Ctrl-C, 141 (quietly, the reports
+        fails during play (nothing written), 130 on Ctrl-C or SIGTERM, 141 (quietly, the reports
         written) when standard output's reader closed the pipe (``| head``).
     """
     parser = build_parser()
@@ -299,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse has printed its message already
         return int(exit_.code or 0)
     try:
-        status = _run(args)
+        with sigterm_as_ctrl_c():
+            status = _run(args)
         sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
         return status
     except KeyboardInterrupt:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -267,6 +269,31 @@ def test_evaluate__a_closed_stdout_pipe_still_writes_the_report_and_exits_141_qu
     assert completed.returncode == 141
     assert completed.stderr == ""
     assert json.loads(path.read_text())["games"] == 4
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a SIGTERM handler installed (its /proc SigCgt mask)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+@pytest.mark.slow  # subprocess CLI run
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_evaluate__sigterm_stops_it_like_ctrl_c_in_one_line_exit_130(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "evaluate.py"), "--agents", "ev", "ev", "--games",
+         "1000000", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not _catches_sigterm(process.pid):  # the handler is set once the games start
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=120)
+    assert (process.returncode, err) == (130, "evaluate: error: interrupted\n")
 
 
 FAKE_AGENTS = """
