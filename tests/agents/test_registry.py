@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import textwrap
 import types
@@ -255,10 +256,9 @@ def test_best_network__two_cards_marked_strongest_for_one_size_are_refused(tmp_p
 
 
 def test_ppo_agent_name__a_runs_best_zip_is_named_with_its_run_not_as_ppo_best(tmp_path):
-    import shutil
-    from pathlib import Path
+    from agents.registry import MODELS_DIR
 
-    shipped = Path(__file__).resolve().parents[2] / "models" / "ppo_2p.zip"
+    shipped = MODELS_DIR / "ppo_2p.zip"
     run_best = tmp_path / "recipe_2p" / "best.zip"
     run_best.parent.mkdir()
     shutil.copy(shipped, run_best)
