@@ -164,9 +164,13 @@ def test_train_cli__default_run_ends_by_naming_the_recipe_of_the_strongest_agent
     ("n_env=4", "--set 'n_env=4': unknown training config key 'n_env'"),
     ("stages.nosuch.n_epochs=2", "--set 'stages.nosuch.n_epochs=2': no stage 'nosuch'"),
 ])
-def test_train_cli__bad_set_is_one_error_line_and_exit_2(capsys, no_training, setting, fragment):
+def test_train_cli__bad_set_is_one_error_line_and_exit_2(
+    capsys, tmp_path, no_training, setting, fragment
+):
     recipe = str(Path(__file__).resolve().parents[2] / "configs" / "recipes" / "2p.yaml")
-    line = _run_failing(capsys, ["--config", recipe, "--set", setting])
+    # a run directory of its own: the default runs/default may hold the user's `make train`
+    line = _run_failing(capsys, ["--config", recipe, "--set", setting,
+                                 "--run-dir", str(tmp_path / "run")])
     assert fragment in line
     assert not no_training
 
