@@ -11,6 +11,8 @@ Three subcommands (`agents.evaluation.compare`, `agents.evaluation.curves`)::
 
     # networks, each played against ev in every other seat on the same games
     skyjo-compare networks models/ppo_2p.zip runs/x/best.zip [--games 10000] [--seed 4242]
+    # ... and keep their games, to pair them again later with `runs`
+    skyjo-compare networks A.zip B.zip --games-csv-dir runs/a_vs_b
 
     # training runs' learning curves (their eval.jsonl), as a table and a chart
     skyjo-compare curves runs/a [runs/b ...] [--out curves.png]
@@ -30,6 +32,8 @@ one-line message naming its line.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,8 +43,9 @@ from agents.evaluation.compare import (
     PairingError,
     common_rules,
     interval_text,
-    network_deal_shares,
+    network_tournament,
     paired_runs,
+    tournament_deal_shares,
 )
 from agents.evaluation.curves import EvalLogError, read_eval_log, render_curves
 
@@ -50,6 +55,7 @@ EXAMPLES = """examples:
   python evaluate.py --agents SPEC_B ev --games 2000 --seed 2 --games-csv b.games.csv
   skyjo-compare runs a.games.csv b.games.csv [--agent 0]
   skyjo-compare networks models/ppo_2p.zip runs/x/best.zip [--games 10000] [--seed 4242]
+  skyjo-compare networks A.zip B.zip --games-csv-dir runs/a_vs_b
   skyjo-compare curves runs/recipe_3p [--out runs/recipe_3p/curve.png]"""
 EXIT_USAGE = 2
 #: Least width of the first column (file or network names); a longer name widens it.
@@ -96,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     networks.add_argument("networks", nargs="+", type=Path, help="skyjo-rl checkpoints")
     networks.add_argument("--games", type=int, default=10000, help="games (default 10000)")
     networks.add_argument("--seed", type=int, default=4242, help="seed of the deals (default 4242)")
+    networks.add_argument(
+        "--games-csv-dir", type=Path, default=None, metavar="DIR",
+        help="also write each network's games to DIR/<N>-<name>.games.csv (N its position "
+        "from 1), the --games-csv format, so `skyjo-compare runs` can pair them again later",
+    )
     curves = commands.add_parser(
         "curves",
         help="training runs' learning curves (eval.jsonl) as a table and a chart",
@@ -148,6 +159,7 @@ def compare_networks(args: argparse.Namespace) -> int:
     """``skyjo-compare networks``: play every network on the same deals, print the table."""
     import torch
 
+    from agents.evaluation.report import render_games_csv, write_atomic
     from agents.ppo.checkpoint import CheckpointError
 
     try:
@@ -157,17 +169,44 @@ def compare_networks(args: argparse.Namespace) -> int:
         players = common_rules(args.networks).num_players
     except (CheckpointError, ValueError) as error:
         return _fail(str(error), EXIT_USAGE)
+    try:
+        csv_paths = _games_csv_paths(args.networks, args.games_csv_dir)
+    except OSError as error:
+        return _fail(f"--games-csv-dir {args.games_csv_dir}: {error.strerror or error}",
+                     EXIT_USAGE)
     torch.set_num_threads(1)
     against = " ".join(["ev"] * (players - 1))
     print(f"{args.games} games against {against}, seed {args.seed}")
     width = _name_width(args.networks)
     print(_header("network", width))
     first = None
-    for network in args.networks:
-        shares = network_deal_shares(network, args.games, args.seed)
+    for network, csv_path in zip(args.networks, csv_paths, strict=True):
+        result = network_tournament(network, args.games, args.seed)
+        shares = tournament_deal_shares(result)
         print(_row(network, shares, first, width=width), flush=True)
         first = shares if first is None else first
+        if csv_path is not None:
+            write_atomic(csv_path, render_games_csv(result))
+    if args.games_csv_dir is not None:
+        print(f"games: {', '.join(str(path) for path in csv_paths)}")
     return 0
+
+
+def _games_csv_paths(networks: list[Path], folder: Path | None) -> list[Path | None]:
+    """Where ``networks``' games go with ``--games-csv-dir``: ``folder/<N>-<stem>.games.csv``
+    (N from 1, so two ``best.zip`` of different runs do not collide). The folder is made
+    and checked before any game is played; each file is written whole once its network's
+    games are played.
+
+    Raises:
+        OSError: The folder cannot be made or written to.
+    """
+    if folder is None:
+        return [None] * len(networks)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "not writable", str(folder))
+    return [folder / f"{n}-{network.stem}.games.csv" for n, network in enumerate(networks, 1)]
 
 
 def compare_curves(args: argparse.Namespace) -> int:

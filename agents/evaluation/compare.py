@@ -218,17 +218,18 @@ def common_rules(networks: list[str | Path]):
     return rules
 
 
-def network_deal_shares(network: str | Path, games: int, seed: int) -> np.ndarray:
-    """``ppo:network`` against ``ev`` in every other seat: its mean win share per deal group.
+def network_tournament(network: str | Path, games: int, seed: int):
+    """``ppo:network`` (agent 0) against ``ev`` in every other seat, on its own rules.
 
     Args:
-        network: A checkpoint; its own rules are played.
+        network: A checkpoint.
         games: Games (rounded up to whole deal groups).
-        seed: Master seed of the deals.
+        seed: Master seed of the deals: the same deals for every network with the same
+            ``games``, ``seed`` and number of players.
 
     Returns:
-        float64 (D,): the same deals for every network with the same ``games``, ``seed``
-        and number of players.
+        The `agents.evaluation.tournament.TournamentResult` (its records give
+        `agents.evaluation.report.render_games_csv` rows).
     """
     from agents.evaluation.tournament import play_tournament
     from agents.registry import make_agent
@@ -236,8 +237,19 @@ def network_deal_shares(network: str | Path, games: int, seed: int) -> np.ndarra
     rules = network_rules(network)
     agents = [make_agent(f"ppo:{network}", rules, seed=0)] + [
         make_agent("ev", rules, seed=seat) for seat in range(1, rules.num_players)]
-    records = play_tournament(agents, rules, games, seed, progress=False, ratings=False).records
+    return play_tournament(agents, rules, games, seed, progress=False, ratings=False)
+
+
+def tournament_deal_shares(result) -> np.ndarray:
+    """Agent 0's mean win share per deal group of a `TournamentResult`: float64 (D,)."""
+    records = result.records
     return np.bincount(records.deal, weights=records.win_share[:, 0]) / np.bincount(records.deal)
+
+
+def network_deal_shares(network: str | Path, games: int, seed: int) -> np.ndarray:
+    """``ppo:network`` against ``ev`` in every other seat (`network_tournament`): its mean
+    win share per deal group, float64 (D,)."""
+    return tournament_deal_shares(network_tournament(network, games, seed))
 
 
 __all__ = [
@@ -248,8 +260,10 @@ __all__ = [
     "interval_text",
     "network_deal_shares",
     "network_rules",
+    "network_tournament",
     "paired_runs",
     "read_games_csv",
     "read_resume_games",
     "read_run",
+    "tournament_deal_shares",
 ]

@@ -181,6 +181,31 @@ def test_compare_networks__same_network_same_deals_differs_by_zero(capsys):
     assert capsys.readouterr().out.startswith("4 games against ev ev ev, seed 1")
 
 
+@pytest.mark.slow  # shipped-model games
+def test_compare_networks__games_csv_dir_files_pair_again_to_the_same_table(tmp_path, capsys):
+    two, evfit = MODELS / "ppo_2p.zip", MODELS / "ppo_2p_evfit.zip"
+    folder = tmp_path / "kept"
+    assert main(["networks", str(two), str(evfit), "--games", "12", "--seed", "3",
+                 "--games-csv-dir", str(folder)]) == 0
+    played = capsys.readouterr().out.splitlines()
+    first, second = folder / "1-ppo_2p.games.csv", folder / "2-ppo_2p_evfit.games.csv"
+    assert played[-1] == f"games: {first}, {second}"
+    assert main(["runs", str(first), str(second)]) == 0
+    paired = capsys.readouterr().out.splitlines()
+    assert paired[0] == "agent 0, 6 deal groups in common, seed 3"
+    # the same win rates and paired difference, read back from the files
+    assert [line.split()[1:] for line in paired[2:]] == [line.split()[1:] for line in played[2:4]]
+
+
+def test_compare_networks__unusable_games_csv_dir_fails_before_any_game(tmp_path, capsys):
+    taken = tmp_path / "a_file"
+    taken.write_text("")
+    assert main(["networks", str(MODELS / "ppo_2p.zip"), "--games-csv-dir", str(taken)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"skyjo-compare: error: --games-csv-dir {taken}: ")
+    assert err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize(
     "networks, extra, message",
     [
