@@ -1,11 +1,13 @@
 """Command lines: ``skyjo-evaluate`` (`evaluate`), ``skyjo-train`` (`train`) and
 ``skyjo-play`` (`play`); each parses its arguments and calls one library function."""
 
+import functools
 import os
+import select
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 #: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it; every command uses it.
@@ -26,6 +28,43 @@ def silence_closed_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+def stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reading end has been closed (Linux reports
+    such a pipe's write end as an error to ``poll``); False for a terminal, a file, or a
+    pipe still read."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
+        return False
+
+
+def quiet_on_closed_stdout(main: Callable[..., int]) -> Callable[..., int]:
+    """A command's ``main`` that exits 141 quietly once standard output's reader has gone.
+
+    A ``BrokenPipeError`` while standard output's pipe has no reader (``skyjo-play ... |
+    head`` once head has exited, a ``| tee`` killed during ``skyjo-train``) sends the rest of
+    the output to the null device (`silence_closed_stdout`) and returns `EXIT_BROKEN_PIPE`
+    instead of a traceback. Any other broken pipe (a worker's socket) is raised as before.
+    What the command saved before stays (a training run resumes from its last checkpoint).
+    """
+
+    @functools.wraps(main)
+    def run(*args, **kwargs) -> int:
+        try:
+            status = main(*args, **kwargs)
+            sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
+            return status
+        except BrokenPipeError:
+            if not stdout_reader_gone():
+                raise
+            silence_closed_stdout()
+            return EXIT_BROKEN_PIPE
+
+    return run
 
 
 @contextmanager

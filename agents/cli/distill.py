@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from agents.cli import EXIT_INTERRUPTED
+from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
 from agents.ppo.checkpoint import CheckpointError, read_metadata
 from agents.registry import AgentSpecError, search_settings
 from agents.training.config import TrainConfig
@@ -186,6 +186,7 @@ def evaluate_command(network: Path) -> str:
     return f"python evaluate.py --agents ppo:{network} {opponents} --games 2000"
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (2: bad input, 130: Ctrl-C)."""
     import torch

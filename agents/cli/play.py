@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agents.cli import EXIT_INTERRUPTED
+from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
 from agents.evaluation.games import AgentActionError, act_checked, agent_label, agent_seed
 from agents.registry import make_agent
 from skyjo_env.core import (
@@ -201,6 +201,7 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None, read: Callable[[str], str] = input, write=print) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
     try:

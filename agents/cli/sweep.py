@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agents.cli import EXIT_INTERRUPTED
+from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
 from agents.sweep.space import SweepSpaceError, load_sweep_space
 
 EXIT_USAGE = 2
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(argv)

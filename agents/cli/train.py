@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agents.cli import EXIT_INTERRUPTED
+from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
 from agents.ppo.checkpoint import CheckpointError
 from agents.registry import AgentSpecError
 from agents.training.config import TrainConfigError, load_train_config
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -83,13 +84,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if config_path is None:
             config_path = run_dir / "config.yaml"
-    elif (run_dir / "checkpoints" / "last.zip").is_file():
-        print(
-            f"error: {run_dir} already holds a run; pass --resume to continue it or choose "
-            "another --run-dir",
-            file=sys.stderr,
-        )
-        return 2
     try:
         config = load_train_config(
             config_path,
@@ -99,7 +93,18 @@ def main(argv: list[str] | None = None) -> int:
             init_from=args.init_from,
             progress=False if args.no_progress else None,
         )
-        # every config mistake surfaces here, before any training work starts
+    except (TrainConfigError, AgentSpecError, CheckpointError) as error:  # before the run dir
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not args.resume and (run_dir / "checkpoints" / "last.zip").is_file():
+        print(
+            f"error: {run_dir} already holds a run; pass --resume to continue it or choose "
+            "another --run-dir",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        # every other config mistake surfaces here, before any training work starts
         start = prepare_start(config, resume=args.resume)
         summary = run_training(start, run_dir, log_lines=args.no_progress)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint

@@ -17,7 +17,8 @@ def run_into_closed_pipe():
     """Run ``python -m MODULE ARGS`` with standard output a pipe whose reader is gone.
 
     The read end is closed before the command starts, so its first write to standard
-    output fails as it does under ``| head`` once head has exited. Returns the finished
+    output fails as it does under ``| head`` once head has exited; standard input is
+    empty. Returns the finished
     `subprocess.CompletedProcess` (its ``stderr`` text captured).
     """
 
@@ -27,7 +28,7 @@ def run_into_closed_pipe():
         try:
             return subprocess.run(
                 [sys.executable, "-m", module, *args], stdout=write_end,
-                stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=300,
+                stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=300,
                 env={**os.environ, "PYTHONPATH": str(ROOT)},
             )  # fmt: skip
         finally:

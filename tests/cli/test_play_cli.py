@@ -175,3 +175,10 @@ def test_play__turn_cap_reports_a_truncated_game(tmp_path):
     assert lines[-1].startswith("Game over: truncated by the turn cap (3 turns in a round)")
     assert "nobody wins" in lines[-1]
     assert not any(line.startswith("Game over. Totals") for line in lines)  # no "win" line
+
+
+@pytest.mark.slow  # a subprocess
+def test_play__a_closed_stdout_pipe_exits_141_without_a_traceback(tmp_path, run_into_closed_pipe):
+    completed = run_into_closed_pipe("agents.cli.play", ["--opponents", "greedy"], tmp_path)
+    assert completed.returncode == 141
+    assert completed.stderr == ""

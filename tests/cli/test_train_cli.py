@@ -175,15 +175,45 @@ def test_train_cli__bad_set_is_one_error_line_and_exit_2(
     assert not no_training
 
 
-def test_train_cli__no_progress_prints_evaluation_stage_and_checkpoint_lines(tmp_path, capsys):
-    """Without the bar (output to a log file), what the bar would show comes a line each."""
-    config = tmp_path / "staged.yaml"
+def test_train_cli__bad_set_is_named_before_a_run_directory_that_holds_a_run(
+    capsys, tmp_path, no_training
+):
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "checkpoints" / "last.zip").write_bytes(b"")
+    line = _run_failing(capsys, ["--set", "n_env=4", "--run-dir", str(run_dir)])
+    assert "--set 'n_env=4': unknown training config key 'n_env'" in line
+
+
+def _tiny_staged_config(folder: Path) -> Path:
+    """Two stages of 512 steps on a 16-unit network: a run of a few seconds."""
+    config = folder / "staged.yaml"
     config.write_text(
         "n_envs: 16\nn_steps: 32\nbatch_size: 512\nn_epochs: 1\nnet_arch: [16]\n"
         "eval_interval: 512\neval_games: 2\neval_opponents: [random]\n"
         "checkpoint_interval: 512\nimitation_games: 0\n"
         "stages:\n  - {name: first, total_timesteps: 512}\n"
         "  - {name: second, total_timesteps: 512}\n")
+    return config
+
+
+@pytest.mark.slow  # a subprocess training run
+def test_train_cli__a_closed_stdout_pipe_exits_141_without_a_traceback(
+    tmp_path, run_into_closed_pipe
+):
+    config = _tiny_staged_config(tmp_path)
+    completed = run_into_closed_pipe(
+        "agents.cli.train",
+        ["--config", str(config), "--run-dir", str(tmp_path / "run"), "--no-progress"],
+        tmp_path,
+    )
+    assert completed.returncode == 141, completed.stderr
+    assert "Traceback" not in completed.stderr and "BrokenPipeError" not in completed.stderr
+
+
+def test_train_cli__no_progress_prints_evaluation_stage_and_checkpoint_lines(tmp_path, capsys):
+    """Without the bar (output to a log file), what the bar would show comes a line each."""
+    config = _tiny_staged_config(tmp_path)
     code = train_cli.main(["--config", str(config), "--run-dir", str(tmp_path / "run"),
                            "--no-progress"])
     out = capsys.readouterr().out
