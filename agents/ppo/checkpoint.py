@@ -599,6 +599,18 @@ def save_checkpoint(
         OPTIMIZER_MEMBER: _serialise(model.policy.optimizer.state_dict()),
         **{name: bytes(content) for name, content in extra.items()},
     }
+    _write_checked(path, meta, members)
+    return path
+
+
+def _write_checked(path: Path, meta: dict[str, Any], members: Mapping[str, bytes]) -> None:
+    """Write a checkpoint of ``meta`` (without ``integrity``) and ``members`` at ``path``,
+    its integrity record computed here and the result validated as a loader would.
+
+    Raises:
+        CheckpointError: A member over its size limit, metadata that would not load back,
+            or a failed write.
+    """
     meta = json.loads(json.dumps(meta))  # what a reader sees, so that its digest matches
     meta["integrity"] = {
         "algorithm": INTEGRITY_ALGORITHM,
@@ -612,6 +624,37 @@ def save_checkpoint(
                                   f"bytes, more than the {_member_limit(name)} a loader reads")
     validate_metadata(parse_json_member(members[META_MEMBER], path, META_MEMBER), path)
     _write_archive(path, members)
+
+
+def save_network_only(source: str | Path, path: str | Path) -> Path:
+    """Copy checkpoint ``source`` to ``path`` with only its network: the metadata, weights
+    and optimizer, without the trainer's resume state (a run's ``checkpoints/last.zip``
+    shipped as a model). The weights are the same bytes; the integrity record is computed
+    for the new file.
+
+    Args:
+        source: A ``skyjo-rl-ppo/3`` checkpoint (any checkpoint `read_metadata` accepts
+            with an integrity record).
+        path: Destination; ``.zip`` is appended when missing.
+
+    Returns:
+        The path written.
+
+    Raises:
+        CheckpointError: ``source`` is unreadable, damaged or has no integrity record, or
+            ``path`` cannot be written.
+    """
+    path = Path(path)
+    if path.suffix != ".zip":
+        path = path.with_name(path.name + ".zip")
+    metadata = read_metadata(source)
+    if "integrity" not in metadata:
+        raise CheckpointError(f"{_where(source)}: an older format without an integrity "
+                              "record; only skyjo-rl-ppo/3 checkpoints are copied")
+    meta = {key: value for key, value in metadata.items() if key != "integrity"}
+    members = {name: read_member(source, name, metadata)
+               for name in (POLICY_MEMBER, OPTIMIZER_MEMBER)}
+    _write_checked(path, meta, members)
     return path
 
 

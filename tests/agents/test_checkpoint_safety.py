@@ -37,6 +37,7 @@ from agents.ppo.checkpoint import (
     read_metadata,
     restore_model,
     save_checkpoint,
+    save_network_only,
 )
 from agents.ppo.policy import load_ppo_agent
 from agents.registry import make_agent
@@ -174,6 +175,31 @@ def test_save_checkpoint__writes_only_json_and_tensors(tmp_path):
     assert metadata["format"] == "skyjo-rl-ppo/3"
     assert metadata["policy"] == {"net_arch": [16], "activation": "tanh", "features": "raw"}
     assert read_member(path, "training_state.json") == b'{"episodes": 3}'
+
+
+def test_save_network_only__drops_the_resume_state_and_keeps_the_weights(tmp_path):
+    run = save_checkpoint(
+        _trained_model(_metadata()), tmp_path / "last", _metadata(),
+        extra_members={"training_state.json": b'{"episodes": 3}'},
+    )
+    shipped = save_network_only(run, tmp_path / "model")
+    assert shipped.name == "model.zip"
+    with zipfile.ZipFile(shipped) as archive:
+        assert sorted(archive.namelist()) == sorted([META_MEMBER, POLICY_MEMBER, OPTIMIZER_MEMBER])
+    for member in (POLICY_MEMBER, OPTIMIZER_MEMBER):
+        assert read_member(shipped, member) == read_member(run, member)
+    before, after = read_metadata(run), read_metadata(shipped)
+    assert set(after["integrity"]["members"]) == {POLICY_MEMBER, OPTIMIZER_MEMBER}
+    assert {k: v for k, v in after.items() if k != "integrity"} == {
+        k: v for k, v in before.items() if k != "integrity"}
+
+
+def test_save_network_only__refuses_a_damaged_source_and_writes_nothing(tmp_path):
+    run = save_checkpoint(_trained_model(_metadata()), tmp_path / "last", _metadata())
+    _rewrite(run, {POLICY_MEMBER: b"not the saved tensors"}, resign=False)  # a damaged file
+    with pytest.raises(CheckpointError, match=r"last\.zip"):
+        save_network_only(run, tmp_path / "model.zip")
+    assert not (tmp_path / "model.zip").exists()
 
 
 def test_save_checkpoint__derives_policy_entry_from_config(tmp_path):
