@@ -167,6 +167,7 @@ def compare_networks(args: argparse.Namespace) -> int:
             raise ValueError(f"--games must be >= 1 and --seed >= 0, got {args.games} and "
                              f"{args.seed}")
         players = common_rules(args.networks).num_players
+        games_text = _games_text(args.games, players)  # checks the count against the cap
     except (CheckpointError, ValueError) as error:
         return _fail(str(error), EXIT_USAGE)
     try:
@@ -176,7 +177,7 @@ def compare_networks(args: argparse.Namespace) -> int:
                      EXIT_USAGE)
     torch.set_num_threads(1)
     against = " ".join(["ev"] * (players - 1))
-    print(f"{args.games} games against {against}, seed {args.seed}")
+    print(f"{games_text} against {against}, seed {args.seed}")
     width = _name_width(args.networks)
     print(_header("network", width))
     first = None
@@ -190,6 +191,16 @@ def compare_networks(args: argparse.Namespace) -> int:
     if args.games_csv_dir is not None:
         print(f"games: {', '.join(str(path) for path in csv_paths)}")
     return 0
+
+
+def _games_text(asked: int, players: int) -> str:
+    """``"4002 games (asked 4000, rounded up to whole deal groups)"``, or ``"4000 games"``
+    when ``asked`` fills whole groups of ``players`` seat rotations."""
+    from agents.evaluation.games import deal_groups
+
+    played = deal_groups(asked, players) * players
+    rounded = f" (asked {asked}, rounded up to whole deal groups)" if played != asked else ""
+    return f"{played} games{rounded}"
 
 
 def _games_csv_paths(networks: list[Path], folder: Path | None) -> list[Path | None]:

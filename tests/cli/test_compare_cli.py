@@ -179,6 +179,9 @@ def test_compare_networks__same_network_same_deals_differs_by_zero(capsys):
     assert lines[-1].startswith(str(two)) and lines[-1].endswith("+0.0 [+0.0, +0.0]"), lines
     assert main(["networks", str(four), "--games", "4", "--seed", "1"]) == 0
     assert capsys.readouterr().out.startswith("4 games against ev ev ev, seed 1")
+    assert main(["networks", str(four), "--games", "5", "--seed", "1"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "8 games (asked 5, rounded up to whole deal groups) against ev ev ev, seed 1")
 
 
 @pytest.mark.slow  # shipped-model games
