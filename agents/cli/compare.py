@@ -38,7 +38,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_closed_stdout
+from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
 from agents.evaluation.compare import (
     PairingError,
     common_rules,
@@ -266,6 +266,7 @@ def _run_players(run: Path) -> int | None:
     return players if isinstance(players, int) and 2 <= players <= 8 else None
 
 
+@quiet_on_closed_stdout
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``skyjo-compare``.
 
@@ -284,14 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         command = {"runs": compare_runs, "networks": compare_networks,
                    "curves": compare_curves}[args.command]
-        status = command(args)
-        sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
-        return status
+        return command(args)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        silence_closed_stdout()
-        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from pathlib import Path
 from agents.cli import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
+    quiet_on_closed_stdout,
     sigterm_as_ctrl_c,
     silence_closed_stdout,
 )
@@ -287,6 +288,7 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+@quiet_on_closed_stdout
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the evaluation command.
 
@@ -305,14 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_.code or 0)
     try:
         with sigterm_as_ctrl_c():
-            status = _run(args)
-        sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
-        return status
+            return _run(args)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        silence_closed_stdout()
-        return EXIT_BROKEN_PIPE
 
 
 def _run(args: argparse.Namespace) -> int:

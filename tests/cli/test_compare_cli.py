@@ -49,6 +49,16 @@ def test_compare_runs__a_closed_stdout_pipe_exits_141_without_a_traceback(
     assert completed.stderr == ""
 
 
+def test_compare__a_broken_pipe_other_than_standard_output_is_raised(tmp_path, monkeypatch):
+    def lost_worker_socket(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("agents.cli.compare.compare_runs", lost_worker_socket)
+    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    with pytest.raises(BrokenPipeError):
+        main(["runs", str(first), str(first)])
+
+
 def test_compare_runs__a_long_name_widens_the_first_column_to_keep_the_columns_aligned(
     tmp_path, capsys
 ):

@@ -271,6 +271,15 @@ def test_evaluate__a_closed_stdout_pipe_still_writes_the_report_and_exits_141_qu
     assert json.loads(path.read_text())["games"] == 4
 
 
+def test_evaluate__a_broken_pipe_other_than_standard_output_is_raised(monkeypatch):
+    def lost_worker_socket(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("agents.cli.evaluate._run", lost_worker_socket)
+    with pytest.raises(BrokenPipeError):
+        main(["--agents", "random", "greedy", "--games", "2", "--no-progress"])
+
+
 def _catches_sigterm(pid: int) -> bool:
     """Whether process ``pid`` has a SIGTERM handler installed (its /proc SigCgt mask)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
