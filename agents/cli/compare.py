@@ -196,11 +196,10 @@ def compare_networks(args: argparse.Namespace) -> int:
 def _games_text(asked: int, players: int) -> str:
     """``"4002 games (asked 4000, rounded up to whole deal groups)"``, or ``"4000 games"``
     when ``asked`` fills whole groups of ``players`` seat rotations."""
-    from agents.evaluation.games import deal_groups
+    from agents.evaluation.games import deal_groups, rounding_note
 
     played = deal_groups(asked, players) * players
-    rounded = f" (asked {asked}, rounded up to whole deal groups)" if played != asked else ""
-    return f"{played} games{rounded}"
+    return f"{played} games{rounding_note(asked, played)}"
 
 
 def _games_csv_paths(networks: list[Path], folder: Path | None) -> list[Path | None]:

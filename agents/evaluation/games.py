@@ -128,6 +128,12 @@ def deal_groups(games: Any, num_players: int, seating: str = "cyclic") -> int:
     return -(-check_games(games, num_players, seating) // games_per_deal(num_players, seating))
 
 
+def rounding_note(asked: int, played: int) -> str:
+    """``" (asked 4000, rounded up to whole deal groups)"`` when ``played`` games differ from
+    the ``asked`` ones, else ``""``: the words a report puts after its game count."""
+    return f" (asked {asked}, rounded up to whole deal groups)" if played != asked else ""
+
+
 def chunk_ranges(num_deals: int, chunk_deals: int) -> list[range]:
     """The deal groups of each chunk: ``range(0, c), range(c, 2c), ...`` up to ``num_deals``."""
     return [

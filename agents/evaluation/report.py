@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_path
-from agents.evaluation.games import SEATING_WORDS
+from agents.evaluation.games import SEATING_WORDS, rounding_note
 from agents.evaluation.tournament import TournamentResult
 
 #: Column order of the CSV file (one row per agent position).
@@ -68,11 +68,7 @@ def format_table(result: TournamentResult) -> str:
         Multi-line text (no trailing newline).
     """
     rules = result.rules
-    rounded = (
-        f" (asked {result.requested_games}, rounded up to whole deal groups)"
-        if result.requested_games != result.games
-        else ""
-    )
+    rounded = rounding_note(result.requested_games, result.games)
     speed = (
         f", {result.elapsed_s:.1f} s, {games_per_second_text(result.games_per_second)} games/s"
         if result.elapsed_s > 0

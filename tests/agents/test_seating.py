@@ -83,6 +83,16 @@ def test_all_orders__report_counts_deals_by_their_games():
     assert format_table(two).splitlines()[0].startswith("10 games: 5 deals x 2 seat rotations")
 
 
+def test_report__a_count_rounded_up_to_whole_deal_groups_says_what_was_asked():
+    rounded = evaluate_agents(["ev", "greedy", "random"], SkyjoRules(), 7, 0, progress=False,
+                              ratings=False)
+    assert format_table(rounded).splitlines()[0].startswith(
+        "9 games (asked 7, rounded up to whole deal groups): 3 deals x 3 seat rotations")
+    exact = evaluate_agents(["ev", "greedy", "random"], SkyjoRules(), 9, 0, progress=False,
+                            ratings=False)
+    assert "asked" not in format_table(exact).splitlines()[0]
+
+
 def test_seating__bad_values_and_too_many_orders_are_refused():
     with pytest.raises(ValueError, match="seating must be one of 'cyclic', 'all', got 'random'"):
         seat_arrangements(3, "random")
