@@ -11,6 +11,7 @@ from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
 from agents.ppo.checkpoint import CheckpointError
 from agents.registry import AgentSpecError
 from agents.training.config import TrainConfigError, load_train_config
+from agents.training.from_stage import check_stage_start, describe, seed_run_dir
 from agents.training.start import prepare_start
 from agents.training.trainer import run_training
 from agents.training.warm_start import WarmStartInterrupted
@@ -64,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
         "unless --config is given)",
     )
     parser.add_argument(
+        "--from-stage", metavar="CHECKPOINT",
+        help="start a new run of --config where a stage of an earlier run ended "
+        "(RUN_DIR/checkpoints/stage_N.zip, which every staged run keeps): its first N "
+        "stages must be that run's, and the run goes on as that run resumed there would "
+        "with this config's later stages (the same steps as this config from scratch); "
+        "--run-dir must be new",
+    )
+    parser.add_argument(
         "--no-progress", action="store_true",
         help="no progress bar: its evaluation, stage and checkpoint lines are printed a "
         "line each instead (for a log file)")
@@ -77,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir or DEFAULT_RUN_DIR)
     config_path = args.config
+    if args.from_stage is not None:
+        problem = _from_stage_conflict(args)
+        if problem:
+            parser.error(problem)
     if args.resume:
         if not (run_dir / "checkpoints" / "last.zip").is_file():
             print(f"error: nothing to resume: {run_dir}/checkpoints/last.zip does not exist",
@@ -105,7 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         # every other config mistake surfaces here, before any training work starts
-        start = prepare_start(config, resume=args.resume)
+        start = prepare_start(config, resume=args.resume or args.from_stage is not None)
+        if args.from_stage is not None:
+            stage_start = check_stage_start(args.from_stage, config)
+            seed_run_dir(stage_start, run_dir)
+            print(describe(stage_start), flush=True)
         summary = run_training(start, run_dir, log_lines=args.no_progress)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
         print(f"error: {error}", file=sys.stderr)
@@ -123,6 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     if not config.stages and not summary["interrupted"]:
         print(_recipe_hint(config.num_players))
     return EXIT_INTERRUPTED if summary["interrupted"] else 0
+
+
+def _from_stage_conflict(args: argparse.Namespace) -> str | None:
+    """What --from-stage cannot go with, or None."""
+    if args.resume:
+        return "--from-stage starts a new run; --resume continues one: pass one of them"
+    if args.init_from is not None:
+        return "--from-stage starts from a stage's end, not from --init-from: pass one of them"
+    if args.config is None:
+        return "--from-stage needs --config: the config whose first stages the run continues"
+    return None
 
 
 def _saved_files_line(run_dir: Path) -> str:

@@ -7,6 +7,8 @@ Run directory layout::
     RUN_DIR/config.yaml            the resolved config (what was actually run)
     RUN_DIR/tb/                    TensorBoard events (SB3 scalars, eval/*, hparams)
     RUN_DIR/checkpoints/last.zip   latest checkpoint (atomic), used by --resume
+    RUN_DIR/checkpoints/stage_N.zip  with stages: the checkpoint at stage N's end (and
+                                   stage_N.best.zip, best.zip then), for --from-stage
     RUN_DIR/best.zip               best checkpoint by evaluation score
     RUN_DIR/snapshots/*.zip        frozen learner snapshots in the opponent pool
     RUN_DIR/eval.jsonl             one line per evaluation
@@ -55,7 +57,10 @@ step count, TensorBoard log and ``eval.jsonl``. Its learning rate falls from its
 checkpoint and expert-iteration schedules count from its start. Checkpoints, best.zip
 and ``eval.jsonl`` lines record the stage (``stage`` in the metadata: number, name,
 count, first step), TensorBoard gets ``train/stage`` (the stage's number) and each
-stage's hyperparameters, and ``--resume`` continues inside any stage.
+stage's hyperparameters, and ``--resume`` continues inside any stage. The checkpoint at
+each stage's end is kept (``checkpoints/stage_N.zip``): a new run whose first N stages are
+the same continues from it (``train.py --from-stage``, `agents.training.from_stage`), as a
+run resumed at that stage boundary.
 
 The parts: `agents.training.start` checks a config once per start, `warm_start` starts
 the network, `callbacks` drives the periodic work inside SB3's loop, `evaluator` scores
@@ -87,6 +92,7 @@ from agents.training.callbacks import make_callback
 from agents.training.config import TrainConfig
 from agents.training.evaluator import EvaluationOpponents, evaluate_learner
 from agents.training.expert_step import fit_policy, search_games
+from agents.training.from_stage import copy_atomically, stage_end_best, stage_end_checkpoint
 from agents.training.pool import OpponentPool, frozen_copy
 from agents.training.run_dir import check_run_dir
 from agents.training.run_state import export_run_state, restore_run, run_state_members
@@ -224,6 +230,8 @@ class Trainer:
     def _metadata(self, timesteps: int, **extra: Any) -> dict[str, Any]:
         if self.staged:
             extra["stage"] = self.stage_record()
+            # the whole run's stages: what a --from-stage start compares a new config with
+            extra["run_config"] = self.run_config.to_dict()
         return checkpoint_metadata(
             self.rules,
             timesteps,
@@ -605,7 +613,19 @@ class Trainer:
         if self.last_eval_step != timesteps:
             self.evaluate(timesteps)
             self.checkpoint(timesteps)
+        self._keep_stage_end()
         return not self.stop_requested
+
+    def _keep_stage_end(self) -> None:
+        """Keep the checkpoint just taken at the running stage's end, and best.zip as it
+        is then, as ``checkpoints/stage_N.zip`` and ``stage_N.best.zip`` (atomically): the
+        start of a ``--from-stage`` run (`agents.training.from_stage`)."""
+        if not self.staged:
+            return
+        kept = stage_end_checkpoint(self.run_dir, self.stage + 1)
+        copy_atomically(self.last_checkpoint, kept)
+        if self.best_checkpoint.is_file():
+            copy_atomically(self.best_checkpoint, stage_end_best(kept))
 
     def _enter_stage(self, index: int, start: int) -> None:
         """Make stage ``index`` (starting at step ``start``) the running one: its config,
@@ -688,6 +708,8 @@ class Trainer:
         if not self.stop_requested and self.last_eval_step != timesteps:
             self.evaluate(timesteps)
             self.checkpoint(timesteps)  # records the evaluation, so a resume skips it
+        if timesteps == self.stage_end:
+            self._keep_stage_end()
         return timesteps
 
 
