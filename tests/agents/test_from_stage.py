@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from run_logs import evaluations, scalars
 
 from agents.cli.train import main as train_main
 from agents.ppo.checkpoint import load_policy, read_metadata
@@ -49,33 +50,13 @@ LONGER = {**BASE, "stages": [GRID, FEEDING, {"name": "hot", "total_timesteps": 1
                                              "learning_rate": 4e-4}]}
 
 
-def _evaluations(run_dir: Path) -> list[dict]:
-    lines = (run_dir / "eval.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in lines]
-
-
-def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """TensorBoard scalars by tag (timing left out)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    found: dict[str, list[tuple[int, float]]] = {}
-    for directory in sorted((run_dir / "tb").iterdir()):
-        events = EventAccumulator(str(directory))
-        events.Reload()
-        for tag in events.Tags()["scalars"]:
-            if not tag.startswith("time/") and tag not in ("imitation/seconds",
-                                                            "expert/seconds"):
-                found.setdefault(tag, []).extend((e.step, e.value) for e in events.Scalars(tag))
-    return {tag: sorted(values) for tag, values in found.items()}
-
-
 def _assert_same_run(one: Path, other: Path) -> None:
-    assert _evaluations(one) == _evaluations(other)
+    assert evaluations(one) == evaluations(other)
     weights = [load_policy(d / "checkpoints" / "last.zip").state_dict() for d in (one, other)]
     for name, tensor in weights[0].items():
         assert torch.equal(tensor, weights[1][name]), name
     assert read_metadata(one / "best.zip")["score"] == read_metadata(other / "best.zip")["score"]
-    assert _scalars(one) == _scalars(other)
+    assert scalars(one) == scalars(other)
 
 
 def _write(tmp_path: Path, name: str, config: dict) -> Path:

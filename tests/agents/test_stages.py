@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from run_logs import evaluations, scalars
 
 from agents.ppo.checkpoint import load_policy, read_metadata
 from agents.training.config import TrainConfig
@@ -52,26 +53,6 @@ STAGED = dict(
 )
 
 
-def _evaluations(run_dir: Path) -> list[dict]:
-    lines = (run_dir / "eval.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in lines]
-
-
-def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """TensorBoard scalars by tag (timing left out)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    found: dict[str, list[tuple[int, float]]] = {}
-    for directory in sorted((run_dir / "tb").iterdir()):
-        events = EventAccumulator(str(directory))
-        events.Reload()
-        for tag in events.Tags()["scalars"]:
-            if not tag.startswith("time/") and tag not in ("imitation/seconds",
-                                                            "expert/seconds"):
-                found.setdefault(tag, []).extend((e.step, e.value) for e in events.Scalars(tag))
-    return found
-
-
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory) -> Path:
     """The staged run, never stopped."""
@@ -82,10 +63,10 @@ def whole(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_staged_run__trains_every_stage_in_one_run_directory(whole):
-    evaluations = _evaluations(whole)
-    assert [(e["timesteps"], e["stage"]) for e in evaluations] == [
+    logged = evaluations(whole)
+    assert [(e["timesteps"], e["stage"]) for e in logged] == [
         (1024, "grid"), (2048, "grid"), (3072, "feeding"), (4096, "feeding"), (5120, "feeding")]
-    assert [list(e["results"]) for e in evaluations] == [["greedy"]] * 2 + [["ev"]] * 3
+    assert [list(e["results"]) for e in logged] == [["greedy"]] * 2 + [["ev"]] * 3
     last = read_metadata(whole / "checkpoints" / "last.zip")
     assert last["stage"] == {"number": 2, "name": "feeding", "of": 2, "start": 2048}
     assert last["timesteps"] == 5120
@@ -97,13 +78,13 @@ def test_staged_run__trains_every_stage_in_one_run_directory(whole):
     # the run's config.yaml holds the stages, and loads back to the same config
     assert TrainConfig.from_dict(yaml.safe_load((whole / "config.yaml").read_text())) == \
         TrainConfig(**STAGED)
-    scalars = _scalars(whole)
-    assert {value for _, value in scalars["train/stage"]} == {1.0, 2.0}
-    assert all(value == (1.0 if step <= 2048 else 2.0) for step, value in scalars["train/stage"])
+    by_tag = scalars(whole)
+    assert {value for _, value in by_tag["train/stage"]} == {1.0, 2.0}
+    assert all(value == (1.0 if step <= 2048 else 2.0) for step, value in by_tag["train/stage"])
     # stage 2's learning rate starts again from its own learning_rate
-    stage2_rates = [value for step, value in scalars["train/learning_rate"] if step > 2048]
+    stage2_rates = [value for step, value in by_tag["train/learning_rate"] if step > 2048]
     assert max(stage2_rates) <= 1e-4 + 1e-12 and min(stage2_rates) >= 5e-5 - 1e-12
-    assert [step for step, _ in scalars["expert/agreement_after"]] == [4096, 5120]
+    assert [step for step, _ in by_tag["expert/agreement_after"]] == [4096, 5120]
 
 
 def _kill_when(process: subprocess.Popen, run_dir: Path, stage_number: int) -> int:
@@ -148,12 +129,12 @@ def test_staged_run__killed_and_resumed_equals_the_uninterrupted_run(
                              cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
 
-    assert _evaluations(killed) == _evaluations(whole)
+    assert evaluations(killed) == evaluations(whole)
     final = {name: load_policy(d / "checkpoints" / "last.zip").state_dict()
              for name, d in (("whole", whole), ("killed", killed))}
     for name, tensor in final["whole"].items():
         assert torch.equal(tensor, final["killed"][name]), name
-    assert _scalars(killed) == _scalars(whole)
+    assert scalars(killed) == scalars(whole)
     assert read_metadata(killed / "best.zip")["score"] == read_metadata(whole / "best.zip")["score"]
 
 
@@ -161,7 +142,7 @@ def test_staged_run__killed_and_resumed_equals_the_uninterrupted_run(
 def test_staged_run__eval_log_reads_as_a_curve_with_its_stage_starts(whole):
     from agents.evaluation.curves import read_eval_log, stage_starts
 
-    evaluations = read_eval_log(whole)
-    assert [e.timesteps for e in evaluations] == [1024, 2048, 3072, 4096, 5120]
-    assert stage_starts(evaluations) == [(0, "grid"), (2048, "feeding")]
-    assert all(low <= rate <= high for e in evaluations for rate, low, high in e.win_rates.values())
+    logged = read_eval_log(whole)
+    assert [e.timesteps for e in logged] == [1024, 2048, 3072, 4096, 5120]
+    assert stage_starts(logged) == [(0, "grid"), (2048, "feeding")]
+    assert all(low <= rate <= high for e in logged for rate, low, high in e.win_rates.values())
