@@ -82,7 +82,10 @@ def check_stage_start(checkpoint: str | Path, config: TrainConfig) -> StageStart
     """
     path = Path(checkpoint)
     where = f"--from-stage checkpoint {str(path)!r}"
-    metadata = read_metadata(path)
+    try:
+        metadata = read_metadata(path)
+    except CheckpointError as error:
+        raise CheckpointError(f"--from-stage: {error}") from None
     stage, run = metadata.get("stage"), metadata.get("run_config")
     if not isinstance(stage, dict) or not isinstance(run, dict):
         raise CheckpointError(
@@ -155,6 +158,7 @@ def seed_run_dir(start: StageStart, run_dir: str | Path) -> None:
     source = start.source_dir
     state, _ = read_run_state(start.checkpoint)
     lines = _eval_lines(source / "eval.jsonl", int(state["eval_lines"]), start)
+    _check_snapshots_kept(source / "snapshots", state.get("snapshots"), start)
     (target / "checkpoints").mkdir(parents=True, exist_ok=True)
     copy_atomically(start.checkpoint, target / "checkpoints" / "last.zip")
     if stage_end_best(start.checkpoint).is_file():
@@ -176,6 +180,17 @@ def _eval_lines(eval_log: Path, count: int, start: StageStart) -> list[str]:
             f"--from-stage checkpoint {str(start.checkpoint)!r} records {count} evaluations, "
             f"but {eval_log} has {len(lines)} lines: the run's directory must be whole")
     return lines[:count]
+
+
+def _check_snapshots_kept(folder: Path, names: object, start: StageStart) -> None:
+    """Refuse, before anything is copied, an earlier run whose snapshots directory lacks
+    a snapshot of the checkpoint's opponent pool (the resume would load it)."""
+    for name in names if isinstance(names, list) else []:
+        if not (isinstance(name, str) and (folder / f"{name}.zip").is_file()):
+            raise CheckpointError(
+                f"--from-stage checkpoint {str(start.checkpoint)!r} has snapshot "
+                f"{shorten(repr(name), 60)} in its opponent pool, which {folder} lacks: the "
+                "run's directory must be whole")
 
 
 def _copy_snapshots(source: Path, target: Path, timesteps: int) -> None:

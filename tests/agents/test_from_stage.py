@@ -6,6 +6,7 @@ start that cannot be that run is refused in one line before any work."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,24 @@ def test_from_stage__a_run_directory_with_files_is_refused(earlier, tmp_path, ca
     assert _from_stage(tmp_path, LONGER, stage_end_checkpoint(earlier, 2), run_dir) == 2
     assert "is not empty" in capsys.readouterr().err
     assert sorted(p.name for p in run_dir.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.slow
+def test_from_stage__an_earlier_run_missing_a_pool_snapshot_is_refused_before_copying(
+        earlier, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(earlier, copy)
+    pool = read_metadata(stage_end_checkpoint(copy, 2))["snapshots"]
+    (copy / "snapshots" / f"{pool[-1]}.zip").unlink()
+    run_dir = tmp_path / "r"
+    assert _from_stage(tmp_path, LONGER, stage_end_checkpoint(copy, 2), run_dir) == 2
+    assert f"has snapshot {pool[-1]!r} in its opponent pool" in capsys.readouterr().err
+    assert not run_dir.exists() or not any(run_dir.iterdir())
+
+
+def test_from_stage__a_missing_checkpoint_is_one_line(tmp_path, capsys):
+    assert _from_stage(tmp_path, LONGER, tmp_path / "none.zip", tmp_path / "r") == 2
+    assert capsys.readouterr().err.startswith("error: --from-stage: checkpoint ")
 
 
 def test_from_stage__a_network_without_stages_is_refused(tmp_path, capsys):
