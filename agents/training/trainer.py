@@ -708,7 +708,7 @@ class Trainer:
         if not self.stop_requested and self.last_eval_step != timesteps:
             self.evaluate(timesteps)
             self.checkpoint(timesteps)  # records the evaluation, so a resume skips it
-        if timesteps == self.stage_end:
+        if timesteps >= self.stage_end:  # the last rollout may overshoot the stage's steps
             self._keep_stage_end()
         return timesteps
 

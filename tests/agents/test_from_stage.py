@@ -39,7 +39,8 @@ BASE = dict(
     progress=False,
 )
 GRID = {"name": "grid", "total_timesteps": 2048}
-FEEDING = {"name": "feeding", "total_timesteps": 2048, "features": "grid_feeding",
+# 2000 steps: its last rollout (1024 steps each) overshoots them, to 4096
+FEEDING = {"name": "feeding", "total_timesteps": 2000, "features": "grid_feeding",
            "learning_rate": 1e-4, "opponent_mix": {"ev": 0.5, "self": 0.5}}
 #: the earlier run: two stages
 EARLIER = {**BASE, "stages": [GRID, FEEDING]}
