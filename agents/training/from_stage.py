@@ -148,8 +148,10 @@ def seed_run_dir(start: StageStart, run_dir: str | Path) -> None:
     drops those after it) and `FROM_STAGE_RECORD`.
 
     Raises:
-        CheckpointError: ``run_dir`` holds files, or the earlier run's eval.jsonl has fewer
-            lines than the checkpoint records (one line naming it).
+        CheckpointError: ``run_dir`` holds files, the checkpoint's training state is
+            damaged, or the earlier run's eval.jsonl has fewer lines than the checkpoint
+            records, or its snapshots directory lacks a pool snapshot (one line naming it);
+            all before anything is copied.
     """
     target = Path(run_dir)
     if target.exists() and any(target.iterdir()):
@@ -157,7 +159,12 @@ def seed_run_dir(start: StageStart, run_dir: str | Path) -> None:
                               "--from-stage starts in a new directory")
     source = start.source_dir
     state, _ = read_run_state(start.checkpoint)
-    lines = _eval_lines(source / "eval.jsonl", int(state["eval_lines"]), start)
+    count = state.get("eval_lines") if isinstance(state, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise CheckpointError(
+            f"--from-stage checkpoint {str(start.checkpoint)!r} has a damaged training state: "
+            f"'eval_lines' is {shorten(repr(count), 40)}, not a count of evaluations")
+    lines = _eval_lines(source / "eval.jsonl", count, start)
     _check_snapshots_kept(source / "snapshots", state.get("snapshots"), start)
     (target / "checkpoints").mkdir(parents=True, exist_ok=True)
     copy_atomically(start.checkpoint, target / "checkpoints" / "last.zip")

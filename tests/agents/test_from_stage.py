@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from checkpoint_edits import edit_metadata, edit_state
 from run_logs import evaluations, scalars
 
 from agents.cli.train import main as train_main
@@ -165,6 +166,35 @@ def test_from_stage__an_earlier_run_missing_a_pool_snapshot_is_refused_before_co
     assert _from_stage(tmp_path, LONGER, stage_end_checkpoint(copy, 2), run_dir) == 2
     assert f"has snapshot {pool[-1]!r} in its opponent pool" in capsys.readouterr().err
     assert not run_dir.exists() or not any(run_dir.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("state", [
+    {"eval_lines": "3"}, {"eval_lines": -1}, {"eval_lines": True}, [1, 2], {},
+], ids=["text", "negative", "bool", "a_list", "missing"])
+def test_from_stage__a_damaged_training_state_is_one_line_before_copying(
+        earlier, tmp_path, capsys, state):
+    copy = tmp_path / "copy"
+    shutil.copytree(earlier, copy)
+    kept = stage_end_checkpoint(copy, 1)
+    edit_state(kept, lambda saved: state)
+    run_dir = tmp_path / "r"
+    assert _from_stage(tmp_path, LONGER, kept, run_dir) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "has a damaged training state: 'eval_lines'" in error
+    assert not run_dir.exists() or not any(run_dir.iterdir())
+
+
+@pytest.mark.slow
+def test_from_stage__a_checkpoint_with_a_damaged_stage_record_is_one_line(
+        earlier, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(earlier, copy)
+    kept = stage_end_checkpoint(copy, 1)
+    edit_metadata(kept, stage={"number": "1", "start": 0})
+    assert _from_stage(tmp_path, LONGER, kept, tmp_path / "r") == 2
+    assert "records stage {'number': '1', 'start': 0}, which its run does not have" in \
+        capsys.readouterr().err
 
 
 def test_from_stage__a_missing_checkpoint_is_one_line(tmp_path, capsys):
