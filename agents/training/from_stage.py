@@ -22,12 +22,12 @@ from pathlib import Path
 from agents.atomic import atomic_path
 from agents.ppo.checkpoint import CheckpointError, read_metadata
 from agents.training.config import TrainConfig, TrainConfigError, stage_label
-from agents.training.run_state import read_run_state
+from agents.training.run_state import RESUME_MAY_CHANGE, config_differences, read_run_state
 from skyjo_env.core.errors import shorten
 
-#: Config keys that may differ between the shared stages (how a run shows progress and
-#: what it runs on); ``total_timesteps`` is not among them: it is the stage's length.
-MAY_DIFFER = frozenset({"progress", "torch_threads", "data_workers", "ray_address", "init_from"})
+#: Config keys that may differ between the shared stages: those a resume may change, but
+#: ``total_timesteps``, which is the stage's length.
+MAY_DIFFER = RESUME_MAY_CHANGE - {"total_timesteps"}
 #: The file in the new run directory that says where its first stages came from.
 FROM_STAGE_RECORD = "from_stage.json"
 _SNAPSHOT = re.compile(r"snapshot_(\d{1,15})\.zip")
@@ -127,17 +127,12 @@ def _check_same_stage(index: int, config: TrainConfig, earlier: TrainConfig,
     if ours_name != theirs_name:
         raise CheckpointError(f"{where}: {label} is named {ours_name!r} in this config and "
                               f"{theirs_name!r} in the run it continues")
-    ours = json.loads(json.dumps(config.stage_configs()[index].to_dict()))
     theirs = json.loads(json.dumps(earlier.stage_configs()[index].to_dict()))
-    differing = [f"{key}={shorten(repr(theirs[key]), 40)} (this config: "
-                 f"{shorten(repr(ours[key]), 40)})"
-                 for key in sorted(ours.keys() | theirs.keys())
-                 if key not in MAY_DIFFER and ours.get(key) != theirs.get(key)]
+    differing = config_differences(theirs, config.stage_configs()[index].to_dict(), MAY_DIFFER)
     if differing:
-        more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
         raise CheckpointError(
             f"{where}: {label} differs from the run it continues: "
-            f"{', '.join(differing[:3])}{more}; only the stages after it may change")
+            f"{differing}; only the stages after it may change")
 
 
 def seed_run_dir(start: StageStart, run_dir: str | Path) -> None:

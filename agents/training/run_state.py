@@ -491,18 +491,30 @@ def check_same_config(metadata: dict[str, Any], config, path: Path) -> None:
     saved = metadata.get("config")
     if not isinstance(saved, dict):
         return  # written by a tool, not a training run: nothing to compare
-    current = json.loads(json.dumps(config.to_dict()))
+    differing = config_differences(saved, config.to_dict(), RESUME_MAY_CHANGE)
+    if differing:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} was written by another config: "
+            f"{differing}; resume with the run's own config (leave out "
+            "--config) or start a new run from this network (--init-from)"
+        )
+
+
+def config_differences(saved: dict[str, Any], current: dict[str, Any],
+                       may_change: frozenset[str]) -> str | None:
+    """Up to three keys that both config dicts have, outside ``may_change``, whose values
+    differ, as ``key=SAVED (this config: CURRENT)`` (plus ``and N more``); None when
+    there are none. Keys that only one side has (config fields added or removed since)
+    are not compared."""
+    current = json.loads(json.dumps(current))  # tuples and the like as the saved JSON has them
     differing = [f"{key}={shorten(repr(saved[key]), 40)} (this config: "
                  f"{shorten(repr(current[key]), 40)})"
                  for key in sorted(saved.keys() & current.keys())
-                 if key not in RESUME_MAY_CHANGE and saved[key] != current[key]]
-    if differing:
-        more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} was written by another config: "
-            f"{', '.join(differing[:3])}{more}; resume with the run's own config (leave out "
-            "--config) or start a new run from this network (--init-from)"
-        )
+                 if key not in may_change and saved[key] != current[key]]
+    if not differing:
+        return None
+    more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+    return f"{', '.join(differing[:3])}{more}"
 
 
 def _restore_env(trainer: Trainer, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
