@@ -24,6 +24,7 @@ from checkpoint_edits import (
     rewrite,
     train_tiny_run,
 )
+from run_logs import evaluations, scalars
 
 from agents.ppo.checkpoint import CheckpointError, load_policy, read_metadata
 from agents.training.budgets import MAX_DATA_GAMES
@@ -65,26 +66,6 @@ def _train_command(run_dir: Path, *extra: str) -> list[str]:
             *extra]
 
 
-def _evaluations(run_dir: Path) -> list[dict]:
-    lines = (run_dir / "eval.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in lines]
-
-
-def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """TensorBoard scalars by tag (timing left out: time/*, imitation/ and expert/seconds)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    found: dict[str, list[tuple[int, float]]] = {}
-    for directory in sorted((run_dir / "tb").iterdir()):
-        events = EventAccumulator(str(directory))
-        events.Reload()
-        for tag in events.Tags()["scalars"]:
-            if not tag.startswith("time/") and tag not in ("imitation/seconds",
-                                                            "expert/seconds"):
-                found.setdefault(tag, []).extend((e.step, e.value) for e in events.Scalars(tag))
-    return found
-
-
 def _kill_after_a_lost_evaluation(process: subprocess.Popen, run_dir: Path) -> int:
     """SIGKILL ``process`` once it has evaluated past its last checkpoint (so the lost
     segment wrote evaluation lines and TensorBoard events); returns the checkpoint's steps."""
@@ -122,18 +103,18 @@ def test_resume__killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
 
     # the same evaluations, once each: the lost segment's lines were dropped and replayed
-    assert _evaluations(killed) == _evaluations(whole)
-    assert [e["timesteps"] for e in _evaluations(killed)] == [1024, 2048, 3072, 4096, 5120, 6144]
+    assert evaluations(killed) == evaluations(whole)
+    assert [e["timesteps"] for e in evaluations(killed)] == [1024, 2048, 3072, 4096, 5120, 6144]
     # the same final network, bit for bit
     final = {k: load_policy(d / "checkpoints" / "last.zip").state_dict() for k, d in
              (("whole", whole), ("killed", killed))}
     for name, tensor in final["whole"].items():
         assert torch.equal(tensor, final["killed"][name]), name
     # TensorBoard: no step logged twice, and the same curves (timing scalars aside)
-    scalars = _scalars(killed)
-    assert scalars == _scalars(whole)
+    by_tag = scalars(killed)
+    assert by_tag == scalars(whole)
     # the step at 3,072 is written with SB3's next dump, after that rollout
-    assert [step for step, _ in scalars["expert/agreement_after"]] == [4096]
+    assert [step for step, _ in by_tag["expert/agreement_after"]] == [4096]
     assert read_metadata(killed / "best.zip")["score"] == read_metadata(whole / "best.zip")["score"]
 
 
