@@ -461,8 +461,8 @@ def _critic_value(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
                   critic: str | None):
     """The leaf value of ``leaf=critic``: the value head of the base network, or with
     ``critic=PATH`` of that checkpoint (loaded as ``ppo:PATH``, so a file of other rules
-    is refused like any network), each with the shaping weight its training config
-    records."""
+    is refused like any network), each with the shaping weight and win bonus its training
+    config records."""
     from agents.ppo.checkpoint import read_metadata
     from agents.search.values import CriticValue
 
@@ -476,7 +476,8 @@ def _critic_value(base: Agent, base_spec: str, rules: SkyjoRules, spec: str,
                 f"agent spec {shorten(repr(spec), 80)}: search option critic: {error}"
             ) from None
     config = read_metadata(checkpoint_path(network_spec, rules.num_players)).get("config") or {}
-    return CriticValue(getattr(network, "policy", None), rules, config.get("shaping", 0.0))
+    return CriticValue(getattr(network, "policy", None), rules, config.get("shaping", 0.0),
+                       config.get("win_bonus", 0.0))
 
 
 def checkpoint_path(spec: str, num_players: int | None = None) -> str | None:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from skyjo_env.core import layout
 from skyjo_env.core.jit import jit
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from skyjo_env.encoding import ObservationLayout
 
 #: Round scores are divided by this in the round reward.
@@ -58,21 +58,45 @@ def seat_rewards_into(event, seat, b, game_bonus, out):
             others = (total - own) / (players - 1)
             out[p] = -(own - others) / REWARD_SCORE_SCALE
     if game_bonus and (event & layout.EVENT_GAME_ENDED) != 0:
-        best = seat[b, 0, layout.TOTAL]
-        for p in range(1, players):
-            if seat[b, p, layout.TOTAL] < best:
-                best = seat[b, p, layout.TOTAL]
-        k = 0
-        for p in range(players):
-            if seat[b, p, layout.TOTAL] == best:
-                k += 1
-        if k < players:
-            for p in range(players):
-                if seat[b, p, layout.TOTAL] == best:
-                    out[p] += WIN_REWARD / k
-                else:
-                    out[p] -= WIN_REWARD / (players - k)
+        add_placement_rewards(seat[b, :, layout.TOTAL], out)
     return True
+
+
+@jit
+def add_placement_rewards(totals, out):
+    """Add the game-end placement reward to ``out``: the ``k`` seats with the lowest total
+    share ``+WIN_REWARD``, the others share ``-WIN_REWARD`` (nothing when every seat ties).
+
+    Args:
+        totals: int (P,), every seat's game total.
+        out: float64 (P,), added to in place.
+    """
+    players = totals.shape[0]
+    best = totals.min()
+    k = 0
+    for p in range(players):
+        if totals[p] == best:
+            k += 1
+    if k < players:
+        for p in range(players):
+            if totals[p] == best:
+                out[p] += WIN_REWARD / k
+            else:
+                out[p] -= WIN_REWARD / (players - k)
+
+
+def placement_rewards(totals: np.ndarray) -> np.ndarray:
+    """Every seat's game-end placement reward (`add_placement_rewards`).
+
+    Args:
+        totals: int (P,), every seat's game total.
+
+    Returns:
+        float64 (P,); it sums to 0.
+    """
+    out = np.zeros(len(totals), np.float64)
+    add_placement_rewards(np.asarray(totals, np.int64), out)
+    return out
 
 
 def grid_potential(observations: np.ndarray, obs_layout: ObservationLayout) -> np.ndarray:

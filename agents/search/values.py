@@ -13,7 +13,8 @@ weight ``w``), so the head learned the shaped return ``V(s) - w * Phi(s)``; the 
   observation of the game (what it may know: no sampled face-down card leaks in);
 - round ended, game on: the realised round reward of seat 0 plus the critic's value of
   the next round's first position (a new deal, seat 0 to reveal first);
-- game ended: the realised round reward plus the placement bonus.
+- game ended: the realised round reward plus the placement bonus, times ``1 + b`` for a
+  critic trained with ``win_bonus`` = ``b`` (`agents.training.shaping.win_bonus_wrapper`).
 
 The critic was trained only on positions where the learner is to act, so the search
 agent cuts rollouts valued by it only where seat 0 is to act (``own_turn_leaves``).
@@ -29,7 +30,7 @@ from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
 from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.encoding import ObservationEncoder, ObservationLayout
-from skyjo_env.rewards import grid_potential, seat_rewards_into
+from skyjo_env.rewards import grid_potential, placement_rewards, seat_rewards_into
 
 
 class CriticValueError(ValueError):
@@ -45,16 +46,20 @@ class CriticValue:
         rules: The rules of the games.
         shaping_weight: The weight of the grid-potential shaping the critic was trained
             with (the checkpoint's ``config.shaping``; 0 when it had none).
+        win_bonus: The extra weight of the placement reward the critic was trained with
+            (the checkpoint's ``config.win_bonus``; 0 when it had none).
 
     Raises:
         CriticValueError: ``policy`` has no ``predict_values`` or expects another
-            observation size; a negative or non-finite ``shaping_weight``.
+            observation size; a negative or non-finite ``shaping_weight`` or
+            ``win_bonus``.
     """
 
     #: Cut rollouts only where seat 0 is to act (the critic's training positions).
     own_turn_leaves = True
 
-    def __init__(self, policy, rules: SkyjoRules, shaping_weight: float = 1.0):
+    def __init__(self, policy, rules: SkyjoRules, shaping_weight: float = 1.0,
+                 win_bonus: float = 0.0):
         import torch  # agents may import torch; only a critic leaf needs it
 
         if not callable(getattr(policy, "predict_values", None)):
@@ -68,15 +73,18 @@ class CriticValue:
                 f"leaf=critic: the policy reads observations of shape {expected}, these rules "
                 f"encode ({obs_layout.size},)"
             )
-        weight = float(shaping_weight)
-        if not np.isfinite(weight) or weight < 0:
-            raise CriticValueError(
-                f"leaf=critic: shaping_weight must be a finite number >= 0, got {shaping_weight!r}"
-            )
+        weight, bonus = float(shaping_weight), float(win_bonus)
+        for name, value, given in (("shaping_weight", weight, shaping_weight),
+                                   ("win_bonus", bonus, win_bonus)):
+            if not np.isfinite(value) or value < 0:
+                raise CriticValueError(
+                    f"leaf=critic: {name} must be a finite number >= 0, got {given!r}"
+                )
         self._torch = torch
         self.policy = policy
         self.rules = rules
         self.shaping_weight = weight
+        self.win_bonus = bonus
         self._layout = obs_layout
         self._encoder = ObservationEncoder(rules)
 
@@ -113,8 +121,9 @@ class CriticValue:
         return values
 
     def _round_rewards(self, state: BatchState, rows: np.ndarray) -> np.ndarray:
-        """Seat 0's reward (round margin and, at a game's end, placement) of games
-        ``rows`` whose round just ended: the training reward's own definition."""
+        """Seat 0's reward (round margin and, at a game's end, placement times
+        ``1 + win_bonus``) of games ``rows`` whose round just ended: the reward the critic
+        was trained on."""
         out = np.zeros(self.rules.num_players, np.float64)
         rewards = np.zeros(rows.size, np.float64)
         for i, b in enumerate(rows):
@@ -123,6 +132,9 @@ class CriticValue:
                 event |= layout.EVENT_GAME_ENDED
             seat_rewards_into(event, state.seat, int(b), True, out)
             rewards[i] = out[0]
+            if self.win_bonus and event & layout.EVENT_GAME_ENDED:
+                rewards[i] += self.win_bonus * placement_rewards(
+                    state.seat[b, :, layout.TOTAL])[0]
         return rewards
 
 

@@ -65,6 +65,9 @@ MAX_SEED = 2**31 - 1
 #: Most Ray workers for data generation (a bound against typos, not a Ray limit).
 MAX_DATA_WORKERS = 1024
 
+#: Largest ``win_bonus`` (a bound against typos: 10 already outweighs any round margin).
+MAX_WIN_BONUS = 10.0
+
 #: The most characters of a value (or an unknown key) that a message repeats.
 VALUE_CHARS = 80
 #: The most characters of a `TrainConfigError` message.
@@ -175,6 +178,14 @@ class TrainConfig(BaseModel):
     joins the pool: weak early policies would only teach the learner to beat weak play."""
     shaping: float = Field(1.0, ge=0)
     """Weight of the potential-based shaping reward (0 = off); see `GridPotentialShaping`."""
+    win_bonus: float = Field(0.0, ge=0, le=MAX_WIN_BONUS)
+    """Extra weight of winning in the training reward (0 = the env's reward alone): at the
+    end of each game the learner also earns ``win_bonus`` times the env's placement reward
+    (`skyjo_env.rewards.placement_rewards`: +1/k among the k lowest totals, -1/(P-k)
+    otherwise; `agents.training.shaping.win_bonus_wrapper`). The env's round margins
+    weigh the same at every table size while a win is worth less against more seats; this
+    weighs winning up again. A stage may change it; its critic then values the new reward.
+    Not with ``expert_value_fit`` (the search games' outcomes lack the bonus)."""
     init_from: str | None = Field(None, min_length=1)
     """A saved network (a checkpoint ``.zip``: ``models/ppo_2p.zip``, a run's ``best.zip``)
     whose actor and critic weights this run starts from, in place of the imitation warm
@@ -330,6 +341,13 @@ class TrainConfig(BaseModel):
                 f"config key 'ray_address': got {_show(self.ray_address)}, but data_workers "
                 "is 0 (in-process data generation); set data_workers >= 1 to use Ray, or "
                 "ray_address: null"
+            )
+        if self.win_bonus > 0 and self.expert_value_fit:
+            # the critic would be fitted to outcomes without the bonus it is trained with
+            raise TrainConfigError(
+                f"config key 'win_bonus': got {_show(self.win_bonus)}, but expert_value_fit "
+                "is true (the search games' outcomes lack the bonus); set win_bonus: 0 or "
+                "expert_value_fit: false"
             )
         self._rules = self._load_rules()
         self._check_budgets(self._rules)

@@ -22,7 +22,8 @@ shaping (`GridPotentialShaping`, weight ``shaping``): with ``Phi`` = minus the e
 value of the learner's own grid / 100 (face-down cards at the deck mean), each step earns
 ``gamma * Phi(next) - Phi(previous)`` (``Phi`` = 0 after the episode's end). Summed over an
 episode this is a constant, so it leaves the best policy unchanged (Ng et al., 1999) while
-crediting a good swap at once instead of at the round end.
+crediting a good swap at once instead of at the round end. With ``win_bonus`` > 0 it also
+adds that multiple of the game-end placement reward (`win_bonus_wrapper`).
 
 Opponents: for each game and each opponent seat, one draw from ``opponent_mix``
 (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly random frozen
@@ -97,7 +98,7 @@ from agents.training.pool import OpponentPool, frozen_copy
 from agents.training.run_dir import check_run_dir
 from agents.training.run_state import export_run_state, restore_run, run_state_members
 from agents.training.seeds import SEED_EVALUATION, derived_seed
-from agents.training.shaping import shaping_wrapper
+from agents.training.shaping import shaping_wrapper, win_bonus_wrapper
 from agents.training.start import TrainingStart, prepare_start
 from agents.training.warm_start import (
     WarmStartInterrupted,
@@ -259,6 +260,9 @@ class Trainer:
             env = self.shaping = shaping_wrapper(
                 env, ObservationLayout(self.rules), self.config.gamma, self.config.shaping
             )
+        if any(stage.win_bonus > 0 for stage in self.stage_configs):
+            # above the monitor too: rollout/ep_rew_mean stays the env's own reward
+            env = win_bonus_wrapper(env, lambda: self.config.win_bonus)
         self.env = env
         return self.env
 

@@ -289,6 +289,12 @@ def test_critic_value__round_and_game_ends_add_the_realised_reward(ppo_2p):
     over.game[0, layout.PHASE] = Phase.GAME_OVER
     over.seat[0, :, layout.TOTAL] = [40, 100]  # seat 0 wins: +1 on top of the round margin
     np.testing.assert_allclose(value(over, np.ones(1, bool)), [margin + 1.0])
+    # a critic trained with win_bonus 2 learned the placement three times over
+    bonused = CriticValue(ppo_2p.policy, rules, shaping_weight=1.0, win_bonus=2.0)
+    np.testing.assert_allclose(bonused(over, np.ones(1, bool)), [margin + 3.0])
+    over.seat[0, :, layout.TOTAL] = [100, 40]  # seat 0 loses
+    np.testing.assert_allclose(bonused(over, np.ones(1, bool)), [margin - 3.0])
+    np.testing.assert_allclose(bonused(state, np.ones(1, bool)), [margin + next_round])
 
 
 def test_critic_value__rejects_a_policy_without_a_value_head():
@@ -296,6 +302,14 @@ def test_critic_value__rejects_a_policy_without_a_value_head():
 
     with pytest.raises(CriticValueError, match="value head"):
         CriticValue(object(), SkyjoRules())
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])
+def test_critic_value__rejects_a_bad_win_bonus(ppo_2p, bad):
+    from agents.search.values import CriticValue, CriticValueError
+
+    with pytest.raises(CriticValueError, match="win_bonus must be a finite number >= 0"):
+        CriticValue(ppo_2p.policy, SkyjoRules(), win_bonus=bad)
 
 
 class _SpyValue:
