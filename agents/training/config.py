@@ -58,6 +58,8 @@ OpponentKind = Literal["random", "greedy", "ev", "self"]
 
 OPPONENT_KINDS: tuple[str, ...] = get_args(OpponentKind)
 
+OpponentDraw = Literal["seat", "table"]
+
 #: Largest master seed: SB3 seeds numpy's legacy global generator (which takes < 2**32)
 #: with it; the margin leaves room for seeds formed by adding small offsets to it.
 MAX_SEED = 2**31 - 1
@@ -170,7 +172,13 @@ class TrainConfig(BaseModel):
     opponent_mix: dict[OpponentKind, Annotated[float, Field(ge=0)]] = Field(
         default_factory=lambda: {"random": 0.1, "greedy": 0.3, "ev": 0.3, "self": 0.3}
     )
-    """Probability of each opponent kind per game and seat (random, greedy, ev, self)."""
+    """Probability of each opponent kind (random, greedy, ev, self), drawn per game and
+    seat or per game (``opponent_draw``)."""
+    opponent_draw: OpponentDraw = "seat"
+    """How ``opponent_mix`` is drawn for a new game: ``seat`` (each opponent seat draws its
+    own kind, so most tables are mixed) or ``table`` (one kind for all the opponent seats:
+    the learner meets tables of (P-1) ``ev``, of (P-1) ``greedy``, ..., as they are
+    evaluated; with ``self`` each seat still draws its own snapshot). A stage may change it."""
     max_snapshots: int = Field(8, ge=1, le=MAX_SNAPSHOTS)
     """Most frozen learner snapshots kept in the opponent pool (oldest dropped)."""
     snapshot_min_score: float = Field(0.3, ge=0, le=1)

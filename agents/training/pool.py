@@ -1,6 +1,7 @@
-"""Training opponents: for each game and each opponent seat, one draw from
-``opponent_mix`` (``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly
-random frozen snapshot of the learner (with no snapshot yet, the heuristics).
+"""Training opponents: for each game, draws from ``opponent_mix`` (``random``, ``greedy``,
+``ev``, ``self``), one per opponent seat or one for the whole table (``opponent_draw``);
+``self`` picks a uniformly random frozen snapshot of the learner for each seat (with no
+snapshot yet, the heuristics).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class OpponentPool:
         self.kinds = [k for k in OPPONENT_KINDS if config.opponent_mix.get(k, 0) > 0]
         weights = np.array([config.opponent_mix[k] for k in self.kinds], dtype=np.float64)
         self.weights = weights / weights.sum()
+        self.draw_per_table = config.opponent_draw == "table"
         self.max_snapshots = config.max_snapshots
         if hasattr(self, "snapshots"):
             del self.snapshots[: -self.max_snapshots]
@@ -44,8 +46,10 @@ class OpponentPool:
         self.snapshots.append(agent)
         del self.snapshots[: -self.max_snapshots]
 
-    def _draw(self, rng: np.random.Generator):
-        kind = self.kinds[rng.choice(len(self.kinds), p=self.weights)]
+    def _draw_kind(self, rng: np.random.Generator) -> str:
+        return self.kinds[rng.choice(len(self.kinds), p=self.weights)]
+
+    def _opponent(self, kind: str, rng: np.random.Generator):
         if kind == "self":
             if self.snapshots:
                 return self.snapshots[rng.integers(len(self.snapshots))]
@@ -53,8 +57,13 @@ class OpponentPool:
         return self.heuristics[kind]
 
     def __call__(self, rng: np.random.Generator) -> list:
-        """Opponents for the ``P - 1`` seats after the learner in one new game."""
-        return [self._draw(rng) for _ in range(self.rules.num_players - 1)]
+        """Opponents for the ``P - 1`` seats after the learner in one new game: each seat
+        draws its kind, or (``opponent_draw: table``) one kind is drawn for them all."""
+        seats = range(self.rules.num_players - 1)
+        if self.draw_per_table:
+            kind = self._draw_kind(rng)
+            return [self._opponent(kind, rng) for _ in seats]
+        return [self._opponent(self._draw_kind(rng), rng) for _ in seats]
 
 
 def frozen_copy(model, name: str) -> PPOAgent:

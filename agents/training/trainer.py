@@ -26,8 +26,9 @@ crediting a good swap at once instead of at the round end. With ``win_bonus`` > 
 adds that multiple of the game-end placement reward (`win_bonus_wrapper`).
 
 Opponents: for each game and each opponent seat, one draw from ``opponent_mix``
-(``random``, ``greedy``, ``ev``, ``self``); ``self`` picks a uniformly random frozen
-snapshot of the learner, taken every time the evaluation score reaches a new best of at
+(``random``, ``greedy``, ``ev``, ``self``), or with ``opponent_draw: table`` one draw for
+all the opponent seats of a game; ``self`` picks a uniformly random frozen snapshot of the
+learner for each seat, taken every time the evaluation score reaches a new best of at
 least ``snapshot_min_score`` (with no snapshot yet, ``self`` falls back to the heuristics).
 
 Expert iteration (``expert_interval`` > 0, `agents.training.expert`): at the start of a
