@@ -86,6 +86,9 @@ START_KEYS: tuple[str, ...] = ("init_from", "imitation_teacher", "imitation_game
                                "imitation_epochs", "value_warmup_rollouts")
 #: The key of a stage that names it (in messages, eval.jsonl, checkpoints, ``--set``).
 STAGE_NAME = "name"
+#: The key of a new stage in an extending file that names the base stage it follows
+#: (`merge_config_data`).
+STAGE_AFTER = "after"
 #: The key of a config file that names the file it builds on (`read_composed_config`).
 EXTENDS = "extends"
 #: Most files one ``extends`` chain may hold (a bound against runaway chains).
@@ -496,12 +499,14 @@ def read_composed_config(path: Path) -> dict[str, Any]:
     ``opponent_mix`` is replaced, not merged), except ``stages``: when every stage of the
     extending file names (``name``) a stage of the base, each is merged into its
     namesake, key by key (so a recipe for another table size changes a stage's steps in
-    one line); otherwise the list replaces the base's. Chains are allowed, loops are not.
+    one line), and a stage with a new name and ``after: NAME`` is added right after the
+    base's stage ``NAME``; otherwise the list replaces the base's. Chains are allowed,
+    loops are not.
 
     Raises:
         TrainConfigError: a file of the chain is missing or bad (`read_config_file`),
-            ``extends`` is not a path string, or the chain loops or is longer than
-            `MAX_EXTENDS_DEPTH`.
+            ``extends`` is not a path string, the chain loops or is longer than
+            `MAX_EXTENDS_DEPTH`, or a stage's ``after`` names no stage of its base.
     """
     return _read_chain(path, ())
 
@@ -536,23 +541,62 @@ def _read_chain(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
 
 def merge_config_data(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """``base`` updated with ``changes`` as `read_composed_config` composes files (keys
-    replaced whole; ``stages`` merged by name when every changed stage names a base one).
-    Neither argument is modified."""
+    replaced whole; ``stages`` merged by name when every changed stage names a base one
+    or is a new one placed ``after`` one). Neither argument is modified.
+
+    Raises:
+        TrainConfigError: a stage's ``after`` names no stage of ``base``, or the stage
+            that says it has no new name.
+    """
     merged = {**base, **changes}
     old, new = base.get("stages"), changes.get("stages")
     if _named_stage_lists(old, new):
-        by_name = {stage[STAGE_NAME]: stage for stage in new}
-        merged["stages"] = [{**stage, **by_name.get(stage.get(STAGE_NAME), {})}
-                            for stage in old]
+        merged["stages"] = _merged_stages(old, new)
+    return merged
+
+
+def _merged_stages(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old`` with each stage of ``new`` that names one merged into it, key by key, and
+    each that says ``after: NAME`` (without that key) right after stage ``NAME``."""
+    by_name = {stage[STAGE_NAME]: stage for stage in new if STAGE_AFTER not in stage}
+    added: dict[str, list[dict]] = {}
+    for stage in new:
+        if STAGE_AFTER in stage:
+            following = {k: v for k, v in stage.items() if k != STAGE_AFTER}
+            added.setdefault(stage[STAGE_AFTER], []).append(following)
+    merged = []
+    for stage in old:
+        merged.append({**stage, **by_name.get(stage.get(STAGE_NAME), {})})
+        merged.extend(added.get(stage.get(STAGE_NAME), []))
     return merged
 
 
 def _named_stage_lists(old: Any, new: Any) -> bool:
-    """Whether ``new`` is a non-empty list of stages that each name a stage of ``old``."""
+    """Whether ``new`` is a non-empty list of stages that each name a stage of ``old`` or
+    add one ``after`` a stage of ``old`` (`_check_added_stage` refuses a bad ``after``)."""
     if not (isinstance(old, list) and isinstance(new, list) and new):
         return False
     names = {stage.get(STAGE_NAME) for stage in old if isinstance(stage, dict)} - {None}
-    return all(isinstance(stage, dict) and stage.get(STAGE_NAME) in names for stage in new)
+    for index, stage in enumerate(new):
+        if isinstance(stage, dict) and STAGE_AFTER in stage:
+            _check_added_stage(index, stage, names)
+    return all(isinstance(stage, dict) and (stage.get(STAGE_NAME) in names
+                                            or STAGE_AFTER in stage) for stage in new)
+
+
+def _check_added_stage(index: int, stage: dict, base_names: set) -> None:
+    where = stage_label(index, stage)
+    after = stage[STAGE_AFTER]
+    if after not in base_names:
+        raise TrainConfigError(
+            f"{where}: key 'after': got {_quote(after)}, expected the name of a stage of the "
+            f"config it extends ({', '.join(sorted(map(str, base_names))) or 'it has none named'})"
+        )
+    if stage.get(STAGE_NAME) is None or stage.get(STAGE_NAME) in base_names:
+        raise TrainConfigError(
+            f"{where}: a stage added 'after' another needs a new 'name' (one the config it "
+            "extends does not use; a stage named like a base stage is merged into it)"
+        )
 
 
 def apply_setting(data: dict[str, Any], setting: str) -> None:

@@ -77,6 +77,37 @@ def test_extends__stages_named_like_the_base_stages_merge_into_them(tmp_path):
     assert load_train_config(replaced).stages == [{"total_timesteps": 5}]
 
 
+def test_extends__a_stage_added_after_a_base_stage_follows_it(tmp_path):
+    _write(tmp_path / "base.yaml", {"stages": [
+        {"name": "one", "total_timesteps": 100}, {"name": "two", "total_timesteps": 200}]})
+    top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": [
+        {"name": "two", "n_epochs": 4},
+        {"name": "cool", "after": "two", "total_timesteps": 50},
+        {"name": "mid", "after": "one", "total_timesteps": 70}]})
+    assert load_train_config(top).stages == [
+        {"name": "one", "total_timesteps": 100}, {"name": "mid", "total_timesteps": 70},
+        {"name": "two", "total_timesteps": 200, "n_epochs": 4},
+        {"name": "cool", "total_timesteps": 50}]
+
+
+@pytest.mark.parametrize("stage, words", [
+    ({"name": "cool", "after": "three", "total_timesteps": 5},
+     "stage 1 ('cool'): key 'after': got 'three', expected the name of a stage of the config "
+     "it extends (one, two)"),
+    ({"name": "two", "after": "one", "total_timesteps": 5}, "needs a new 'name'"),
+    ({"after": "one", "total_timesteps": 5}, "needs a new 'name'"),
+])
+def test_extends__a_bad_added_stage_is_one_line(tmp_path, stage, words):
+    _write(tmp_path / "base.yaml", {"stages": [{"name": "one"}, {"name": "two"}]})
+    top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": [stage]})
+    assert words in _one_line_error(lambda: load_train_config(top))
+
+
+def test_stages__after_without_a_base_to_follow_is_an_unknown_key(tmp_path):
+    path = _write(tmp_path / "alone.yaml", {"stages": [{"name": "cool", "after": "one"}]})
+    assert "'after'" in _one_line_error(lambda: load_train_config(path))
+
+
 # ----------------------------------------------------------------------------------- --set
 
 
