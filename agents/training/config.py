@@ -89,6 +89,9 @@ STAGE_NAME = "name"
 #: The key of a new stage in an extending file that names the base stage it follows
 #: (`merge_config_data`).
 STAGE_AFTER = "after"
+#: The key of a stage in an extending file that removes the base's stage of that name
+#: (``drop: true``; `merge_config_data`).
+STAGE_DROP = "drop"
 #: The key of a config file that names the file it builds on (`read_composed_config`).
 EXTENDS = "extends"
 #: Most files one ``extends`` chain may hold (a bound against runaway chains).
@@ -499,14 +502,16 @@ def read_composed_config(path: Path) -> dict[str, Any]:
     ``opponent_mix`` is replaced, not merged), except ``stages``: when every stage of the
     extending file names (``name``) a stage of the base, each is merged into its
     namesake, key by key (so a recipe for another table size changes a stage's steps in
-    one line), and a stage with a new name and ``after: NAME`` is added right after the
-    base's stage ``NAME``; otherwise the list replaces the base's. Chains are allowed,
+    one line), a stage with a new name and ``after: NAME`` is added right after the
+    base's stage ``NAME``, and ``{name: NAME, drop: true}`` removes the base's stage
+    ``NAME``; otherwise the list replaces the base's. Chains are allowed,
     loops are not.
 
     Raises:
         TrainConfigError: a file of the chain is missing or bad (`read_config_file`),
             ``extends`` is not a path string, the chain loops or is longer than
-            `MAX_EXTENDS_DEPTH`, or a stage's ``after`` names no stage of its base.
+            `MAX_EXTENDS_DEPTH`, or a stage's ``after`` names no stage of its base, or a
+            ``drop`` is not ``true`` alone.
     """
     return _read_chain(path, ())
 
@@ -546,7 +551,8 @@ def merge_config_data(base: dict[str, Any], changes: dict[str, Any]) -> dict[str
 
     Raises:
         TrainConfigError: a stage's ``after`` names no stage of ``base``, or the stage
-            that says it has no new name.
+            that says it has no new name; a ``drop`` that is not ``true`` or comes with
+            keys other than ``name``.
     """
     merged = {**base, **changes}
     old, new = base.get("stages"), changes.get("stages")
@@ -557,7 +563,9 @@ def merge_config_data(base: dict[str, Any], changes: dict[str, Any]) -> dict[str
 
 def _merged_stages(old: list[dict], new: list[dict]) -> list[dict]:
     """``old`` with each stage of ``new`` that names one merged into it, key by key, and
-    each that says ``after: NAME`` (without that key) right after stage ``NAME``."""
+    each that says ``after: NAME`` (without that key) right after stage ``NAME``, and
+    each that says ``drop: true`` removed."""
+    dropped = {stage[STAGE_NAME] for stage in new if stage.get(STAGE_DROP) is True}
     by_name = {stage[STAGE_NAME]: stage for stage in new if STAGE_AFTER not in stage}
     added: dict[str, list[dict]] = {}
     for stage in new:
@@ -566,7 +574,8 @@ def _merged_stages(old: list[dict], new: list[dict]) -> list[dict]:
             added.setdefault(stage[STAGE_AFTER], []).append(following)
     merged = []
     for stage in old:
-        merged.append({**stage, **by_name.get(stage.get(STAGE_NAME), {})})
+        if stage.get(STAGE_NAME) not in dropped:
+            merged.append({**stage, **by_name.get(stage.get(STAGE_NAME), {})})
         merged.extend(added.get(stage.get(STAGE_NAME), []))
     return merged
 
@@ -580,6 +589,8 @@ def _named_stage_lists(old: Any, new: Any) -> bool:
     for index, stage in enumerate(new):
         if isinstance(stage, dict) and STAGE_AFTER in stage:
             _check_added_stage(index, stage, names)
+        if isinstance(stage, dict) and STAGE_DROP in stage:
+            _check_dropped_stage(index, stage, names)
     return all(isinstance(stage, dict) and (stage.get(STAGE_NAME) in names
                                             or STAGE_AFTER in stage) for stage in new)
 
@@ -596,6 +607,22 @@ def _check_added_stage(index: int, stage: dict, base_names: set) -> None:
         raise TrainConfigError(
             f"{where}: a stage added 'after' another needs a new 'name' (one the config it "
             "extends does not use; a stage named like a base stage is merged into it)"
+        )
+
+
+def _check_dropped_stage(index: int, stage: dict, base_names: set) -> None:
+    if stage.get(STAGE_NAME) not in base_names:
+        raise TrainConfigError(
+            f"{stage_label(index, stage)}: 'drop' needs the 'name' of a stage of the config it "
+            f"extends ({', '.join(sorted(map(str, base_names))) or 'it has none named'})"
+        )
+    extra = sorted(str(key) for key in stage if key not in (STAGE_NAME, STAGE_DROP))
+    if stage[STAGE_DROP] is not True or extra:
+        raise TrainConfigError(
+            f"{stage_label(index, stage)}: key 'drop': got {_quote(stage[STAGE_DROP])}"
+            + (f" with {', '.join(map(repr, extra))}" if extra else "")
+            + ", expected 'drop: true' beside the 'name' of a stage of the config it extends, "
+            "alone (it removes that stage)"
         )
 
 

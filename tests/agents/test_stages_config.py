@@ -103,6 +103,29 @@ def test_extends__a_bad_added_stage_is_one_line(tmp_path, stage, words):
     assert words in _one_line_error(lambda: load_train_config(top))
 
 
+def test_extends__a_dropped_base_stage_is_removed(tmp_path):
+    _write(tmp_path / "base.yaml", {"stages": [
+        {"name": "one", "total_timesteps": 100}, {"name": "two", "total_timesteps": 200},
+        {"name": "three", "total_timesteps": 300}]})
+    top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": [
+        {"name": "two", "drop": True}, {"name": "three", "n_epochs": 4}]})
+    assert load_train_config(top).stages == [
+        {"name": "one", "total_timesteps": 100},
+        {"name": "three", "total_timesteps": 300, "n_epochs": 4}]
+
+
+@pytest.mark.parametrize("stage, words", [
+    ({"name": "two", "drop": "yes"}, "stage 1 ('two'): key 'drop': got 'yes', expected 'drop: true'"),
+    ({"name": "two", "drop": True, "n_epochs": 4}, "got True with 'n_epochs', expected"),
+    ({"name": "six", "drop": True}, "stage 1 ('six'): 'drop' needs the 'name' of a stage of "
+     "the config it extends (one, two)"),
+])
+def test_extends__a_bad_drop_is_one_line(tmp_path, stage, words):
+    _write(tmp_path / "base.yaml", {"stages": [{"name": "one"}, {"name": "two"}]})
+    top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": [stage]})
+    assert words in _one_line_error(lambda: load_train_config(top))
+
+
 def test_stages__after_without_a_base_to_follow_is_an_unknown_key(tmp_path):
     path = _write(tmp_path / "alone.yaml", {"stages": [{"name": "cool", "after": "one"}]})
     assert "'after'" in _one_line_error(lambda: load_train_config(path))
