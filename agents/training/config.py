@@ -546,8 +546,9 @@ def _read_chain(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
 
 def merge_config_data(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """``base`` updated with ``changes`` as `read_composed_config` composes files (keys
-    replaced whole; ``stages`` merged by name when every changed stage names a base one
-    or is a new one placed ``after`` one). Neither argument is modified.
+    replaced whole; ``stages`` merged by name when every changed stage names a base one,
+    to change or ``drop`` it, or is a new one placed ``after`` one). Neither argument is
+    modified.
 
     Raises:
         TrainConfigError: a stage's ``after`` names no stage of ``base``, or the stage
@@ -581,8 +582,9 @@ def _merged_stages(old: list[dict], new: list[dict]) -> list[dict]:
 
 
 def _named_stage_lists(old: Any, new: Any) -> bool:
-    """Whether ``new`` is a non-empty list of stages that each name a stage of ``old`` or
-    add one ``after`` a stage of ``old`` (`_check_added_stage` refuses a bad ``after``)."""
+    """Whether ``new`` is a non-empty list of stages that each name a stage of ``old``
+    (to change or ``drop`` it) or add one ``after`` a stage of ``old``
+    (`_check_added_stage` and `_check_dropped_stage` refuse a bad ``after`` or ``drop``)."""
     if not (isinstance(old, list) and isinstance(new, list) and new):
         return False
     names = {stage.get(STAGE_NAME) for stage in old if isinstance(stage, dict)} - {None}
