@@ -597,13 +597,18 @@ def _named_stage_lists(old: Any, new: Any) -> bool:
                                             or STAGE_AFTER in stage) for stage in new)
 
 
+def _listed_names(base_names: set) -> str:
+    """The base's stage names for a message, sorted (or that it names none)."""
+    return ", ".join(sorted(map(str, base_names))) or "it has none named"
+
+
 def _check_added_stage(index: int, stage: dict, base_names: set) -> None:
     where = stage_label(index, stage)
     after = stage[STAGE_AFTER]
     if after not in base_names:
         raise TrainConfigError(
             f"{where}: key 'after': got {_quote(after)}, expected the name of a stage of the "
-            f"config it extends ({', '.join(sorted(map(str, base_names))) or 'it has none named'})"
+            f"config it extends ({_listed_names(base_names)})"
         )
     if stage.get(STAGE_NAME) is None or stage.get(STAGE_NAME) in base_names:
         raise TrainConfigError(
@@ -616,7 +621,7 @@ def _check_dropped_stage(index: int, stage: dict, base_names: set) -> None:
     if stage.get(STAGE_NAME) not in base_names:
         raise TrainConfigError(
             f"{stage_label(index, stage)}: 'drop' needs the 'name' of a stage of the config it "
-            f"extends ({', '.join(sorted(map(str, base_names))) or 'it has none named'})"
+            f"extends ({_listed_names(base_names)})"
         )
     extra = sorted(str(key) for key in stage if key not in (STAGE_NAME, STAGE_DROP))
     if stage[STAGE_DROP] is not True or extra:

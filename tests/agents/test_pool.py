@@ -87,7 +87,7 @@ def test_opponent_pool__seat_draw_uses_the_generator_as_recipes_were_trained_wit
     for i in range(3):
         pool.add_snapshot(PPOAgent(_model(), name=f"snap{i}"))
     kinds = ["random", "greedy", "ev", "self"]
-    weights = np.array([0.1, 0.2, 0.4, 0.3]) / 1.0
+    weights = np.array([0.1, 0.2, 0.4, 0.3])
     reference_rng, rng = np.random.default_rng(11), np.random.default_rng(11)
     for _ in range(200):
         expected = []
