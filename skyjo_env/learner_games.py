@@ -38,7 +38,7 @@ from skyjo_env.core.errors import one_line
 from skyjo_env.core.jit import JIT_DISABLED, jit, quiet_overflow
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
 from skyjo_env.options import EnvOptions
-from skyjo_env.protocol import Agent, reads_observations
+from skyjo_env.protocol import Agent, reads_observations, shared_features
 from skyjo_env.rewards import seat_rewards_into
 
 #: What may be passed as opponents: one agent for every opponent seat, one agent per
@@ -46,6 +46,12 @@ from skyjo_env.rewards import seat_rewards_into
 Opponents = Agent | Sequence[Agent] | Callable[[np.random.Generator], Any]
 
 _GAME_OVER = int(Phase.GAME_OVER)
+
+
+def _features_key(agent: Any) -> Any:
+    """The key of ``agent``'s shared features (`skyjo_env.protocol.Agent`), or None."""
+    features = shared_features(agent)
+    return None if features is None else features.key
 
 
 class OpponentError(RuntimeError):
@@ -325,6 +331,7 @@ class LearnerGames:
         self._assignment = np.zeros((num_games, max(1, self.num_players - 1)), np.int64)
         self._chooser: Callable[[np.random.Generator], Any] | None = None
         self._single_agent = True
+        self._feature_keys: list[Any] = []
         self.failure: str | None = None
         self.set_opponents(opponents, rng)
 
@@ -402,6 +409,7 @@ class LearnerGames:
     def _agents_changed(self) -> None:
         self._single_agent = len(self._agents) == 1
         self._encode_opponents = any(reads_observations(agent) for agent in self._agents)
+        self._feature_keys = [_features_key(agent) for agent in self._agents]
 
     @property
     def opponents(self) -> list[Agent]:
@@ -589,15 +597,50 @@ class LearnerGames:
                 observers = self._observers[:count]
                 relative = (observers - self.learner_seat[games]) % self.num_players - 1
                 who = self._assignment[games, relative]
-                for index in np.unique(who):
+                present = np.unique(who)
+                features = self._shared_features(who, present, obs)
+                for index in present:
                     rows = np.flatnonzero(who == index)
-                    self._opponent_acts(self._agents[index], games[rows], obs[rows], masks[rows])
+                    self._opponent_acts(self._agents[index], games[rows], obs[rows], masks[rows],
+                                        features.get(index))
             self._step(acts)
 
+    def _shared_features(self, who: np.ndarray, present: np.ndarray,
+                         obs: np.ndarray) -> dict[int, Any]:
+        """The features of their rows for the agents of ``present`` that share a features
+        key (`skyjo_env.protocol.Agent`) with another agent of ``present``: one call per
+        key over all those agents' rows of ``obs`` (float32 (K, O); ``who``, int64 (K,),
+        is each row's agent index). Agent index -> its rows' features, in row order.
+
+        Raises:
+            OpponentError: The shared features raised.
+        """
+        members: dict[Any, list[int]] = {}
+        for index in present:
+            key = self._feature_keys[index]
+            if key is not None:
+                members.setdefault(key, []).append(int(index))
+        features = {}
+        for group in members.values():
+            if len(group) < 2:
+                continue
+            in_group = np.isin(who, group)
+            first = self._agents[group[0]]
+            try:
+                computed = shared_features(first)(obs[in_group])
+            except Exception as error:
+                raise OpponentError(f"the shared features of opponent agent "
+                                    f"{agent_name(first)!r} raised {one_line(error)}") from error
+            position = np.cumsum(in_group) - 1
+            for index in group:
+                features[index] = computed[position[who == index]]
+        return features
+
     def _opponent_acts(self, agent: Agent, games: np.ndarray, obs: np.ndarray,
-                       masks: np.ndarray) -> None:
+                       masks: np.ndarray, features: Any = None) -> None:
         """Ask ``agent`` for games ``games`` (int64 (K,)), check its int (K,) answer against
-        ``masks`` (bool (K, A)) and file it under those games in ``_actions``.
+        ``masks`` (bool (K, A)) and file it under those games in ``_actions``; from
+        ``features`` of ``obs`` (its shared features' rows) when given, else from ``obs``.
 
         Raises:
             OpponentError: The agent raised.
@@ -605,7 +648,10 @@ class LearnerGames:
             IllegalActionError: One of them is illegal.
         """
         try:
-            chosen = agent.act(obs, masks)
+            if features is None:
+                chosen = agent.act(obs, masks)
+            else:
+                chosen = agent.act_on_features(features, masks)
         except Exception as error:
             raise OpponentError(
                 f"opponent agent {agent_name(agent)!r} raised {one_line(error)}"

@@ -26,6 +26,13 @@ class Agent(Protocol):
     An agent that chooses from the masks alone may also set ``reads_observations = False``
     (a class or instance attribute; absent means True): the environments then skip
     encoding its seats' observations and hand it rows of unspecified content instead.
+
+    An agent whose choice starts from a function of each observation row alone may offer
+    it as ``shared_features`` (`SharedFeatures`; None or absent: not offered), together
+    with ``act_on_features(features, action_masks)``, which chooses exactly as ``act``
+    from those rows of the function's output. When several agents with equal
+    ``shared_features.key`` act in one turn, the training games compute the function once
+    over all their rows and hand each agent its own rows (`shared_features`).
     """
 
     name: str
@@ -41,6 +48,28 @@ class Agent(Protocol):
             int64 (N,) action ids, each legal in its row.
         """
         ...
+
+
+@runtime_checkable
+class SharedFeatures(Protocol):
+    """A function of each observation row alone that agents may share (see `Agent`).
+
+    Attributes:
+        key: Hashable; equal keys promise the same function, bit for bit, row by row
+            (row ``n`` of the output depends on observation ``n`` only, whatever the other
+            rows are).
+    """
+
+    key: object
+
+    def __call__(self, observations: np.ndarray):
+        """float32 (N, obs_size) -> N rows, indexable by an int64 array of row numbers."""
+        ...
+
+
+def shared_features(agent) -> SharedFeatures | None:
+    """``agent.shared_features`` when the agent offers one (see `Agent`), else None."""
+    return getattr(agent, "shared_features", None)
 
 
 @jit

@@ -418,6 +418,9 @@ class GridFeaturesExtractor(BaseFeaturesExtractor):
         if risk:
             extra += risk_feature_size(parsed)
         super().__init__(observation_space, features_dim=size + extra)
+        #: Equal for two extractors exactly when they compute the same function of an
+        #: observation (same rules, same feature set): their rows may be computed together.
+        self.function_key = ("GridFeaturesExtractor", parsed, feeding, waits, risk)
         self.grid = GridFeatures(parsed)
         self.feeding = FeedingFeatures(parsed, waits) if feeding else None
         self.risk = RiskFeatures(parsed) if risk else None

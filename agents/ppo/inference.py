@@ -95,6 +95,19 @@ class MaskedActor:
         """
         policy = self.policy
         features = policy.extract_features(observations, policy.pi_features_extractor)
+        return self.logits_from_features(features, masks)
+
+    def logits_from_features(self, features: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """`masked_logits` from the features extractor's output.
+
+        Args:
+            features: float32 (N, F), ``policy.extract_features`` of the observations.
+            masks: bool (N, A), True where legal.
+
+        Returns:
+            float32 (N, A), as `masked_logits`.
+        """
+        policy = self.policy
         if self.precision == "float32":
             raw = policy.action_net(self._latent(features))
         else:
@@ -131,10 +144,44 @@ class MaskedActor:
         obs, masks = self._checked(observations, action_masks)
         with torch.inference_mode():
             logits = self.masked_logits(torch.from_numpy(obs), torch.from_numpy(masks))
-            if deterministic:
-                actions = logits.argmax(dim=1)
-            else:
-                actions = torch.multinomial(logits.softmax(dim=1), 1, generator=generator)[:, 0]
+            return self._chosen(logits, deterministic, generator)
+
+    def act_on_features(
+        self,
+        features: torch.Tensor,
+        action_masks: np.ndarray,
+        deterministic: bool = True,
+        generator: torch.Generator | None = None,
+    ) -> np.ndarray:
+        """`act` from the features of the observations (`PolicyFeatures`), already computed.
+
+        Args:
+            features: float32 (N, F): this policy's `PolicyFeatures` of the N observations,
+                or rows of them computed with other rows (each row is a function of its own
+                observation only).
+            action_masks: bool (N, A), True where legal.
+            deterministic, generator: As `act`.
+
+        Returns:
+            int64 (N,): the actions `act` would choose for those observations.
+
+        Raises:
+            PolicyInputError: Masks that do not fit the policy or the features, or a row
+                without a legal action.
+        """
+        masks = self._checked_masks(action_masks, features.shape[0])
+        with torch.inference_mode():
+            logits = self.logits_from_features(features, torch.from_numpy(masks))
+            return self._chosen(logits, deterministic, generator)
+
+    @staticmethod
+    def _chosen(logits: torch.Tensor, deterministic: bool,
+                generator: torch.Generator | None) -> np.ndarray:
+        """int64 (N,): the argmax of each row of ``logits`` (N, A), or a sample from it."""
+        if deterministic:
+            actions = logits.argmax(dim=1)
+        else:
+            actions = torch.multinomial(logits.softmax(dim=1), 1, generator=generator)[:, 0]
         return actions.numpy()
 
     def _checked(self, observations, action_masks) -> tuple[np.ndarray, np.ndarray]:
@@ -148,14 +195,66 @@ class MaskedActor:
                 f"observations of shape {np.shape(observations)}: the policy expects "
                 f"(N, {self.observation_size}) or ({self.observation_size},)"
             )
-        if masks.shape != (obs.shape[0], self.num_actions):
+        return obs, self._checked_masks(masks, obs.shape[0], np.shape(action_masks))
+
+    def _checked_masks(self, action_masks, rows: int, shown_shape=None) -> np.ndarray:
+        """Contiguous bool (rows, A) masks with a legal action in every row, or an error
+        (``shown_shape``: the shape to name, when the masks were reshaped)."""
+        masks = np.ascontiguousarray(action_masks, dtype=bool)
+        if masks.shape != (rows, self.num_actions):
+            shown = np.shape(action_masks) if shown_shape is None else shown_shape
             raise PolicyInputError(
-                f"action masks of shape {np.shape(action_masks)} for {obs.shape[0]} "
-                f"observations: expected ({obs.shape[0]}, {self.num_actions})"
+                f"action masks of shape {shown} for {rows} "
+                f"observations: expected ({rows}, {self.num_actions})"
             )
         legal = masks.any(axis=1)
         if not legal.all():
             raise PolicyInputError(
                 f"action mask row {int(np.flatnonzero(~legal)[0])} has no legal action"
             )
-        return obs, masks
+        return masks
+
+
+class PolicyFeatures:
+    """A policy's features extractor as a shared observation transform
+    (`skyjo_env.protocol.SharedFeatures`): policies whose extractors compute the same
+    function (equal ``function_key``, e.g. two snapshots of one training run) may have
+    the features of all their rows of a turn computed in one call.
+
+    Args:
+        policy: A ``MaskableActorCriticPolicy`` whose ``pi_features_extractor`` has a
+            ``function_key`` (`agents.ppo.features.GridFeaturesExtractor`).
+
+    Attributes:
+        key: The extractor's ``function_key``.
+    """
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.key = policy.pi_features_extractor.function_key
+        self.observation_size = int(np.prod(policy.observation_space.shape))
+
+    def __call__(self, observations: np.ndarray) -> torch.Tensor:
+        """float32 (N, O) observations -> float32 (N, F) features, as `MaskedActor`
+        computes them (row ``n`` depends on observation ``n`` alone).
+
+        Raises:
+            PolicyInputError: Observations that are not (N, O).
+        """
+        obs = np.ascontiguousarray(observations, dtype=np.float32)
+        if obs.ndim != 2 or obs.shape[1] != self.observation_size:
+            raise PolicyInputError(
+                f"observations of shape {np.shape(observations)}: the policy expects "
+                f"(N, {self.observation_size})"
+            )
+        policy = self.policy
+        with torch.inference_mode():
+            return policy.extract_features(torch.from_numpy(obs), policy.pi_features_extractor)
+
+
+def policy_features(policy) -> PolicyFeatures | None:
+    """`PolicyFeatures` of ``policy``, or None when its extractor has no ``function_key``
+    (the plain observation, ``features: raw``, gains nothing from sharing)."""
+    if getattr(policy.pi_features_extractor, "function_key", None) is None:
+        return None
+    return PolicyFeatures(policy)

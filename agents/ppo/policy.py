@@ -36,7 +36,8 @@ class PPOAgent:
     ):
         import torch
 
-        from agents.ppo.inference import MaskedActor  # torch loads only with a policy
+        # torch loads only with a policy
+        from agents.ppo.inference import MaskedActor, policy_features
 
         self.model = policy_or_model
         self.policy = (
@@ -48,6 +49,9 @@ class PPOAgent:
         self.deterministic = deterministic
         self.generator = torch.Generator().manual_seed(int(seed))
         self.actor = MaskedActor(self.policy, precision)
+        #: The policy's features as a shared transform (`skyjo_env.protocol.Agent`), or
+        #: None for the plain observation (``features: raw``).
+        self.shared_features = policy_features(self.policy)
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,).
@@ -60,6 +64,16 @@ class PPOAgent:
                 action.
         """
         return self.actor.act(observations, action_masks, self.deterministic, self.generator)
+
+    def act_on_features(self, features, action_masks: np.ndarray) -> np.ndarray:
+        """`act` from ``shared_features`` of the observations: features float32 torch
+        tensor (N, F), masks bool (N, A) -> int64 (N,), the actions `act` would choose.
+
+        Raises:
+            PolicyInputError: Masks that do not fit, or a row without a legal action.
+        """
+        return self.actor.act_on_features(features, action_masks, self.deterministic,
+                                          self.generator)
 
 
 def load_ppo_agent(path: str | Path, rules: SkyjoRules, seed: int = 0) -> PPOAgent:
