@@ -54,6 +54,22 @@ def _features_key(agent: Any) -> Any:
     return None if features is None else features.key
 
 
+def _check_shared_features(agent: Any) -> None:
+    """Raise ValueError if ``agent`` offers shared features it cannot use (no
+    ``act_on_features``, or a key that cannot be hashed)."""
+    features = shared_features(agent)
+    if features is None:
+        return
+    if not callable(getattr(agent, "act_on_features", None)):
+        raise ValueError(f"opponent agent {agent_name(agent)!r} offers shared_features but "
+                         f"no act_on_features(features, action_masks)")
+    try:
+        hash(features.key)
+    except (AttributeError, TypeError) as error:
+        raise ValueError(f"opponent agent {agent_name(agent)!r}'s shared_features needs a "
+                         f"hashable key: {one_line(error)}") from None
+
+
 class OpponentError(RuntimeError):
     """An opponent agent raised inside the env; the message names it, ``__cause__`` is the
     agent's own exception."""
@@ -343,6 +359,7 @@ class LearnerGames:
                 f"an opponent must follow the Agent protocol (name, act(observations, "
                 f"action_masks)), got {type(agent).__name__}"
             )
+        _check_shared_features(agent)
         # keyed by identity; the agents list keeps every registered agent alive
         index = self._index_of.get(id(agent))
         if index is None:
@@ -626,8 +643,11 @@ class LearnerGames:
                 continue
             in_group = np.isin(who, group)
             first = self._agents[group[0]]
+            rows = int(in_group.sum())
             try:
                 computed = shared_features(first)(obs[in_group])
+                if len(computed) != rows:
+                    raise ValueError(f"{len(computed)} rows for {rows} observations")
             except Exception as error:
                 raise OpponentError(f"the shared features of opponent agent "
                                     f"{agent_name(first)!r} raised {one_line(error)}") from error

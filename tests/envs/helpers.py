@@ -18,13 +18,23 @@ def pick_from(observation: np.ndarray, mask: np.ndarray) -> int:
     It never takes the discard top: a pure function of the observation could otherwise
     loop forever (take, swap into a face-up slot, ...) until the turn cap.
     """
+    return pick_by_key(observation_key(observation), mask)
+
+
+def observation_key(observation: np.ndarray) -> int:
+    """An integer that depends on every entry of ``observation`` (float32 (O,))."""
+    return int(round(float(np.abs(observation.astype(np.float64)).sum()) * 1000))
+
+
+def pick_by_key(key: int, mask: np.ndarray) -> int:
+    """The ``key``-th (modulo) legal action of ``mask``, never taking the discard top (see
+    `pick_from`)."""
     mask = np.asarray(mask).astype(bool)
     take_discard = (mask.size - 3) // 2 + 1
     if mask[take_discard - 1]:  # DRAW is legal: choose the source without the discard
         mask = mask.copy()
         mask[take_discard] = False
     legal = np.flatnonzero(mask)
-    key = int(round(float(np.abs(observation.astype(np.float64)).sum()) * 1000))
     return int(legal[key % legal.size])
 
 
