@@ -541,7 +541,11 @@ def _read_chain(path: Path, including: tuple[Path, ...]) -> dict[str, Any]:
             f"training config {show_path(where)}: extends {_quote(base_name)}, which is not a file "
             f"({show_path(base_path)})"
         )
-    return merge_config_data(_read_chain(base_path, (*including, where)), data)
+    base = _read_chain(base_path, (*including, where))
+    try:
+        return merge_config_data(base, data)
+    except TrainConfigError as error:
+        raise TrainConfigError(f"training config {show_path(where)}: {error}") from None
 
 
 def merge_config_data(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -564,8 +568,9 @@ def merge_config_data(base: dict[str, Any], changes: dict[str, Any]) -> dict[str
 
 def _merged_stages(old: list[dict], new: list[dict]) -> list[dict]:
     """``old`` with each stage of ``new`` that names one merged into it, key by key, and
-    each that says ``after: NAME`` (without that key) right after stage ``NAME``, and
-    each that says ``drop: true`` removed."""
+    each that says ``after: NAME`` (without that key) right after stage ``NAME`` (a base
+    stage or one added above it; several after one stage in their order), and each that
+    says ``drop: true`` removed."""
     dropped = {stage[STAGE_NAME] for stage in new if stage.get(STAGE_DROP) is True}
     by_name = {stage[STAGE_NAME]: stage for stage in new if STAGE_AFTER not in stage}
     added: dict[str, list[dict]] = {}
@@ -573,11 +578,17 @@ def _merged_stages(old: list[dict], new: list[dict]) -> list[dict]:
         if STAGE_AFTER in stage:
             following = {k: v for k, v in stage.items() if k != STAGE_AFTER}
             added.setdefault(stage[STAGE_AFTER], []).append(following)
+
+    def followers(name: Any) -> list[dict]:
+        """The stages added after stage ``name``, each followed by its own followers."""
+        return [chained for stage in added.get(name, [])
+                for chained in (stage, *followers(stage[STAGE_NAME]))]
+
     merged = []
     for stage in old:
         if stage.get(STAGE_NAME) not in dropped:
             merged.append({**stage, **by_name.get(stage.get(STAGE_NAME), {})})
-        merged.extend(added.get(stage.get(STAGE_NAME), []))
+        merged.extend(followers(stage.get(STAGE_NAME)))
     return merged
 
 
@@ -587,14 +598,28 @@ def _named_stage_lists(old: Any, new: Any) -> bool:
     (`_check_added_stage` and `_check_dropped_stage` refuse a bad ``after`` or ``drop``)."""
     if not (isinstance(old, list) and isinstance(new, list) and new):
         return False
+    _check_stage_references(old)
+    _check_stage_references(new)
     names = {stage.get(STAGE_NAME) for stage in old if isinstance(stage, dict)} - {None}
+    added: list = []  # the names of the stages added above, in order
     for index, stage in enumerate(new):
         if isinstance(stage, dict) and STAGE_AFTER in stage:
-            _check_added_stage(index, stage, names)
+            _check_added_stage(index, stage, names, added)
+            added.append(stage[STAGE_NAME])
         if isinstance(stage, dict) and STAGE_DROP in stage:
             _check_dropped_stage(index, stage, names)
     return all(isinstance(stage, dict) and (stage.get(STAGE_NAME) in names
                                             or STAGE_AFTER in stage) for stage in new)
+
+
+def _check_stage_references(stages: list) -> None:
+    """Refuse a stage whose ``name`` or ``after`` is not a string: stages are matched by
+    name when lists merge."""
+    for index, stage in enumerate(stages):
+        for key in (STAGE_NAME, STAGE_AFTER):
+            if isinstance(stage, dict) and key in stage and not isinstance(stage[key], str):
+                raise TrainConfigError(f"stage {index + 1}: key {key!r}: got "
+                                       f"{_quote(stage[key])}, expected a stage name (text)")
 
 
 def _listed_names(base_names: set) -> str:
@@ -602,19 +627,27 @@ def _listed_names(base_names: set) -> str:
     return ", ".join(sorted(map(str, base_names))) or "it has none named"
 
 
-def _check_added_stage(index: int, stage: dict, base_names: set) -> None:
+def _check_added_stage(index: int, stage: dict, base_names: set, added: list) -> None:
+    """Refuse a stage added ``after`` a stage that is neither the base's nor added above
+    it (``added``, their names), or one without a new name."""
     where = stage_label(index, stage)
     after = stage[STAGE_AFTER]
-    if after not in base_names:
+    if after not in base_names and after not in added:
+        above = f"; added above it: {', '.join(map(str, added))}" if added else ""
         raise TrainConfigError(
             f"{where}: key 'after': got {_quote(after)}, expected the name of a stage of the "
-            f"config it extends ({_listed_names(base_names)})"
+            f"config it extends ({_listed_names(base_names)}) or of a stage added above it"
+            f"{above}"
         )
-    if stage.get(STAGE_NAME) is None or stage.get(STAGE_NAME) in base_names:
+    name = stage.get(STAGE_NAME)
+    if name is None or name in base_names:
         raise TrainConfigError(
             f"{where}: a stage added 'after' another needs a new 'name' (one the config it "
             "extends does not use; a stage named like a base stage is merged into it)"
         )
+    if name in added:
+        raise TrainConfigError(f"{where}: a stage named {_quote(name)} is added above it "
+                               "already; each added stage needs its own name")
 
 
 def _check_dropped_stage(index: int, stage: dict, base_names: set) -> None:

@@ -93,13 +93,39 @@ def test_extends__a_stage_added_after_a_base_stage_follows_it(tmp_path):
 @pytest.mark.parametrize("stage, words", [
     ({"name": "cool", "after": "three", "total_timesteps": 5},
      "stage 1 ('cool'): key 'after': got 'three', expected the name of a stage of the config "
-     "it extends (one, two)"),
+     "it extends (one, two) or of a stage added above it"),
     ({"name": "two", "after": "one", "total_timesteps": 5}, "needs a new 'name'"),
     ({"after": "one", "total_timesteps": 5}, "needs a new 'name'"),
 ])
 def test_extends__a_bad_added_stage_is_one_line(tmp_path, stage, words):
     _write(tmp_path / "base.yaml", {"stages": [{"name": "one"}, {"name": "two"}]})
     top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": [stage]})
+    assert words in _one_line_error(lambda: load_train_config(top))
+
+
+def test_extends__a_stage_added_after_an_added_stage_follows_it(tmp_path):
+    _write(tmp_path / "base.yaml", {"stages": [
+        {"name": "one", "total_timesteps": 100}, {"name": "two", "total_timesteps": 200}]})
+    top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": [
+        {"name": "cool", "after": "one", "total_timesteps": 50},
+        {"name": "colder", "after": "cool", "total_timesteps": 20},
+        {"name": "warm", "after": "one", "total_timesteps": 30}]})
+    assert [stage["name"] for stage in load_train_config(top).stages] == [
+        "one", "cool", "colder", "warm", "two"]
+
+
+@pytest.mark.parametrize("stages, words", [
+    ([{"name": "colder", "after": "cool"}, {"name": "cool", "after": "one"}],
+     "stage 1 ('colder'): key 'after': got 'cool', expected the name of a stage of the config "
+     "it extends (one, two) or of a stage added above it"),
+    ([{"name": "cool", "after": "one"}, {"name": "cool", "after": "two"}],
+     "stage 2 ('cool'): a stage named 'cool' is added above it already"),
+    ([{"name": "cool", "after": "one"}, {"name": "x", "after": "nowhere"}],
+     "or of a stage added above it; added above it: cool"),
+])
+def test_extends__a_bad_chain_of_added_stages_is_one_line(tmp_path, stages, words):
+    _write(tmp_path / "base.yaml", {"stages": [{"name": "one"}, {"name": "two"}]})
+    top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": stages})
     assert words in _one_line_error(lambda: load_train_config(top))
 
 
@@ -258,3 +284,17 @@ def test_configs__each_extends_another_and_sets_only_what_differs(path):
     repeated = sorted(k for k, v in raw.items() if k not in ("extends", "stages")
                       and resolved.get(k) == v)
     assert not repeated, f"{path.name} repeats inherited values of {repeated}"
+
+
+@pytest.mark.parametrize("stage, words", [
+    ({"name": "x", "after": ["a", "b"]}, "stage 1: key 'after': got ['a', 'b'], expected a stage "
+     "name (text)"),
+    ({"name": ["two"], "drop": True}, "stage 1: key 'name': got ['two'], expected a stage name"),
+    ({"name": {"a": 1}, "n_epochs": 3}, "stage 1: key 'name': got {'a': 1}, expected"),
+])
+def test_extends__a_stage_name_or_after_that_is_not_text_is_one_line_naming_the_file(
+        tmp_path, stage, words):
+    _write(tmp_path / "base.yaml", {"stages": [{"name": "one"}, {"name": "two"}]})
+    top = _write(tmp_path / "top.yaml", {"extends": "base.yaml", "stages": [stage]})
+    message = _one_line_error(lambda: load_train_config(top))
+    assert words in message and "top.yaml" in message
