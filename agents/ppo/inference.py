@@ -46,6 +46,19 @@ class PolicyInputError(ValueError):
     action in a row)."""
 
 
+def observation_batch(observations, size: int, single_too: bool) -> np.ndarray:
+    """Contiguous float32 (N, ``size``) observations, or a `PolicyInputError` naming the
+    shape; with ``single_too`` one observation (``size``,) is taken as a batch of one."""
+    obs = np.ascontiguousarray(observations, dtype=np.float32)
+    if single_too and obs.ndim == 1:
+        obs = obs[None]
+    if obs.ndim != 2 or obs.shape[1] != size:
+        expected = f"(N, {size})" + (f" or ({size},)" if single_too else "")
+        raise PolicyInputError(
+            f"observations of shape {np.shape(observations)}: the policy expects {expected}")
+    return obs
+
+
 class MaskedActor:
     """The actor half of a ``MaskableActorCriticPolicy``: masked logits and actions.
 
@@ -186,15 +199,10 @@ class MaskedActor:
 
     def _checked(self, observations, action_masks) -> tuple[np.ndarray, np.ndarray]:
         """Contiguous float32 (N, O) observations and bool (N, A) masks, or an error."""
-        obs = np.ascontiguousarray(observations, dtype=np.float32)
+        obs = observation_batch(observations, self.observation_size, single_too=True)
         masks = np.ascontiguousarray(action_masks, dtype=bool)
-        if obs.ndim == 1:
-            obs, masks = obs[None], masks.reshape(1, -1)
-        if obs.ndim != 2 or obs.shape[1] != self.observation_size:
-            raise PolicyInputError(
-                f"observations of shape {np.shape(observations)}: the policy expects "
-                f"(N, {self.observation_size}) or ({self.observation_size},)"
-            )
+        if np.ndim(observations) == 1:
+            masks = masks.reshape(1, -1)
         return obs, self._checked_masks(masks, obs.shape[0], np.shape(action_masks))
 
     def _checked_masks(self, action_masks, rows: int, shown_shape=None) -> np.ndarray:
@@ -241,12 +249,7 @@ class PolicyFeatures:
         Raises:
             PolicyInputError: Observations that are not (N, O).
         """
-        obs = np.ascontiguousarray(observations, dtype=np.float32)
-        if obs.ndim != 2 or obs.shape[1] != self.observation_size:
-            raise PolicyInputError(
-                f"observations of shape {np.shape(observations)}: the policy expects "
-                f"(N, {self.observation_size})"
-            )
+        obs = observation_batch(observations, self.observation_size, single_too=False)
         policy = self.policy
         with torch.inference_mode():
             return policy.extract_features(torch.from_numpy(obs), policy.pi_features_extractor)
