@@ -96,6 +96,7 @@ from agents.training.evaluator import EvaluationOpponents, evaluate_learner
 from agents.training.expert_step import fit_policy, search_games
 from agents.training.from_stage import copy_atomically, stage_end_best, stage_end_checkpoint
 from agents.training.pool import OpponentPool, frozen_copy
+from agents.training.ppo_update import trainer_ppo_class
 from agents.training.run_dir import check_run_dir
 from agents.training.run_state import export_run_state, restore_run, run_state_members
 from agents.training.seeds import SEED_EVALUATION, derived_seed
@@ -268,9 +269,8 @@ class Trainer:
         return self.env
 
     def build_model(self):
-        """A fresh MaskablePPO for the env."""
-        from sb3_contrib import MaskablePPO
-
+        """A fresh MaskablePPO for the env (`agents.training.ppo_update`: its update
+        computes the policy's features once per rollout)."""
         config = self.config
         start, end = config.learning_rate, config.learning_rate_final
         # SB3's progress runs from 1 at the run's step 0 (a resume: at the step it resumes
@@ -281,7 +281,7 @@ class Trainer:
         # seed= goes through SB3's public set_random_seed: python, numpy and torch global
         # generators, the action space, and env.seed(seed) (the VecEnv's documented
         # seeding); a later stage's model must not reseed the games that go on
-        return MaskablePPO(
+        return trainer_ppo_class()(
             "MlpPolicy",
             self.env,
             learning_rate=lambda remaining: end + (start - end) * (remaining * scale),

@@ -1,0 +1,112 @@
+"""Seconds per PPO update (MaskablePPO's ``train`` over one rollout): features computed
+once per update (`agents.training.ppo_update`, the trainer's) vs once per minibatch and
+pass (sb3-contrib's own ``train``).
+
+For each setting, one rollout of real games is collected through `Trainer` (as
+``train.py`` builds the model); then the same update, from the same weights, optimizer
+state, buffer and shuffling seed, is timed both ways, alternating, ``--repeats`` times.
+Prints the medians, their ratio, whether the two updates left the same weights (they
+must: bit for bit), and the rollout's own collection time for scale (with the opponent
+pool of a fresh run: no snapshots yet, so faster than in a run's later stages).
+
+    python benchmarks/ppo_update.py [--repeats 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+#: name -> TrainConfig keys: the 8-player recipe's finetune_hot (8 passes) and the
+#: 2-player recipe's first stage (3 passes)
+SETTINGS = {
+    "8p finetune_hot": dict(num_players=8, features="grid_feeding_waits", net_arch=[256, 256],
+                            batch_size=4096, n_epochs=8),
+    "2p grid": dict(num_players=2, features="grid", net_arch=[256, 256], batch_size=4096,
+                    n_epochs=3),
+}
+
+
+def _filled_model(settings: dict, run_dir: str):
+    """The trainer's model with one rollout of games in its buffer, and the time it took."""
+    from stable_baselines3.common.callbacks import CallbackList
+
+    from agents.training.config import TrainConfig
+    from agents.training.start import prepare_start
+    from agents.training.trainer import Trainer
+
+    config = TrainConfig(**settings, imitation_games=0, shaping=1.0, progress=False,
+                         opponent_mix={"greedy": 0.1, "ev": 0.7, "self": 0.2})
+    trainer = Trainer(prepare_start(config), run_dir)
+    trainer.build_env()
+    model = trainer.build_model()
+    model.tensorboard_log = None
+    model.learn(model.n_steps * model.env.num_envs)  # warm-up: numba, torch allocations
+    callback = CallbackList([])
+    callback.init_callback(model)
+    started = time.perf_counter()
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)
+    return model, time.perf_counter() - started
+
+
+def _timed_update(model, update, buffer, weights, optimizer) -> tuple[float, dict]:
+    """Seconds of ``update(model)`` from the saved state; the weights it leaves."""
+    model.rollout_buffer = copy.deepcopy(buffer)
+    model.policy.load_state_dict(weights)
+    # Adam keeps the loaded state tensors themselves and updates them in place
+    model.policy.optimizer.load_state_dict(copy.deepcopy(optimizer))
+    # SB3 shuffles the minibatches with numpy's global generator: seed it alike
+    np.random.seed(0)  # noqa: NPY002
+    started = time.perf_counter()
+    update(model)
+    seconds = time.perf_counter() - started
+    return seconds, {k: v.clone() for k, v in model.policy.state_dict().items()}
+
+
+def _compare(name: str, settings: dict, repeats: int) -> None:
+    from sb3_contrib import MaskablePPO
+
+    with tempfile.TemporaryDirectory() as run_dir:
+        model, rollout_seconds = _filled_model(settings, run_dir)
+        buffer = copy.deepcopy(model.rollout_buffer)
+        weights = copy.deepcopy(model.policy.state_dict())
+        optimizer = copy.deepcopy(model.policy.optimizer.state_dict())
+        times = {"once": [], "per minibatch": []}
+        ways = {"once": type(model).train, "per minibatch": MaskablePPO.train}
+        left = {}
+        for _ in range(repeats):
+            for way, update in ways.items():
+                seconds, left[way] = _timed_update(model, update, buffer, weights, optimizer)
+                times[way].append(seconds)
+    same = all(torch.equal(left["once"][k], left["per minibatch"][k]) for k in left["once"])
+    once, plain = (statistics.median(times[w]) for w in ("once", "per minibatch"))
+    rows = model.n_steps * model.env.num_envs
+    print(f"{name}: {rows:,} rows, batch {model.batch_size}, {model.n_epochs} passes; "
+          f"collecting the rollout took {rollout_seconds:.2f} s")
+    for way in ways:
+        print(f"  features {way:<14} median {statistics.median(times[way]):6.3f} s  "
+              + ", ".join(f"{t:.3f}" for t in times[way]))
+    print(f"  ratio per minibatch / once: {plain / once:.2f}x; "
+          f"same weights after the update: {'yes' if same else 'NO'}")
+
+
+def main() -> None:
+    """Print the side-by-side medians per setting."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="2 repeats, 2-player only")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    settings = {"2p grid": SETTINGS["2p grid"]} if args.quick else SETTINGS
+    for name, keys in settings.items():
+        _compare(name, keys, 2 if args.quick else args.repeats)
+
+
+if __name__ == "__main__":
+    main()
