@@ -85,14 +85,14 @@ def _compare(name: str, settings: dict, repeats: int) -> None:
                 seconds, left[way] = _timed_update(model, update, buffer, weights, optimizer)
                 times[way].append(seconds)
     same = all(torch.equal(left["once"][k], left["per minibatch"][k]) for k in left["once"])
-    once, plain = (statistics.median(times[w]) for w in ("once", "per minibatch"))
+    medians = {way: statistics.median(seconds) for way, seconds in times.items()}
     rows = model.n_steps * model.env.num_envs
     print(f"{name}: {rows:,} rows, batch {model.batch_size}, {model.n_epochs} passes; "
           f"collecting the rollout took {rollout_seconds:.2f} s")
     for way in ways:
-        print(f"  features {way:<14} median {statistics.median(times[way]):6.3f} s  "
+        print(f"  features {way:<14} median {medians[way]:6.3f} s  "
               + ", ".join(f"{t:.3f}" for t in times[way]))
-    print(f"  ratio per minibatch / once: {plain / once:.2f}x; "
+    print(f"  ratio per minibatch / once: {medians['per minibatch'] / medians['once']:.2f}x; "
           f"same weights after the update: {'yes' if same else 'NO'}")
 
 

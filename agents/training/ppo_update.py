@@ -56,7 +56,8 @@ def features_once(policy, buffer, chunk: int = 4096) -> Iterator[None]:
     """Within the block, ``buffer.observations`` hold the policy's features and the
     policy's features extractor is an identity, so an update over the buffer computes the
     features once instead of once per minibatch and pass. Both are put back at the end,
-    also on an error; a policy `computes_features_once` refuses is left alone.
+    also on an error. A policy `computes_features_once` refuses, or a buffer whose arrays
+``get`` has flattened already, is left alone.
 
     Args:
         policy: A ``MaskableActorCriticPolicy``.

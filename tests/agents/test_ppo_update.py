@@ -4,12 +4,12 @@ chunk of the buffer instead of once per minibatch and pass, everything put back.
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
 import torch
+from run_logs import evaluations
 
 from agents.ppo.checkpoint import load_policy
 from agents.training import trainer as trainer_module
@@ -42,12 +42,6 @@ def _plain_maskable_ppo():
     return MaskablePPO
 
 
-def _evaluations(run_dir):
-    """The run's eval.jsonl lines without their timings."""
-    lines = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
-    return [{key: value for key, value in line.items() if key != "seconds"} for line in lines]
-
-
 def _weights(path):
     return load_policy(path).state_dict()
 
@@ -63,7 +57,7 @@ def test_features_once__trains_the_same_network_bit_for_bit(tmp_path, monkeypatc
     assert ours_weights.keys() == plain_weights.keys()
     for name, tensor in ours_weights.items():
         assert torch.equal(tensor, plain_weights[name]), name
-    assert _evaluations(tmp_path / "ours") == _evaluations(tmp_path / "plain")
+    assert evaluations(tmp_path / "ours") == evaluations(tmp_path / "plain")
 
 
 def _one_rollout_model(tmp_path, **changes):
