@@ -57,7 +57,7 @@ def features_once(policy, buffer, chunk: int = 4096) -> Iterator[None]:
     policy's features extractor is an identity, so an update over the buffer computes the
     features once instead of once per minibatch and pass. Both are put back at the end,
     also on an error. A policy `computes_features_once` refuses, or a buffer whose arrays
-``get`` has flattened already, is left alone.
+    ``get`` has flattened already, is left alone.
 
     Args:
         policy: A ``MaskableActorCriticPolicy``.
