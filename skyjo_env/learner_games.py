@@ -38,7 +38,7 @@ from skyjo_env.core.errors import one_line
 from skyjo_env.core.jit import JIT_DISABLED, jit, quiet_overflow
 from skyjo_env.encoding import ObservationEncoder, encode_into, view_arguments
 from skyjo_env.options import EnvOptions
-from skyjo_env.protocol import Agent, reads_observations, shared_features
+from skyjo_env.protocol import Agent, reads_observations, shared_acting, shared_features
 from skyjo_env.rewards import seat_rewards_into
 
 #: What may be passed as opponents: one agent for every opponent seat, one agent per
@@ -54,20 +54,50 @@ def _features_key(agent: Any) -> Any:
     return None if features is None else features.key
 
 
+def _acting_key(agent: Any) -> Any:
+    """The key of ``agent``'s shared acting (`skyjo_env.protocol.Agent`), or None (also
+    without shared features: acting together starts from them)."""
+    acting = shared_acting(agent)
+    return None if acting is None or shared_features(agent) is None else acting.key
+
+
+def _check_hashable_key(agent: Any, offer: Any, what: str) -> None:
+    """Raise ValueError if ``offer.key`` (``agent``'s ``what``) cannot be hashed."""
+    try:
+        hash(offer.key)
+    except (AttributeError, TypeError) as error:
+        raise ValueError(f"opponent agent {agent_name(agent)!r}'s {what} needs a "
+                         f"hashable key: {one_line(error)}") from None
+
+
 def _check_shared_features(agent: Any) -> None:
-    """Raise ValueError if ``agent`` offers shared features it cannot use (no
-    ``act_on_features``, or a key that cannot be hashed)."""
+    """Raise ValueError if ``agent`` offers shared features or shared acting it cannot
+    use (no ``act_on_features``, no ``act_together``, or a key that cannot be hashed).
+    Shared acting without shared features is never used (`_acting_key`)."""
     features = shared_features(agent)
+    acting = shared_acting(agent)
+    if acting is not None and features is not None:
+        if not callable(getattr(acting, "act_together", None)):
+            raise ValueError(f"opponent agent {agent_name(agent)!r}'s shared_acting has no "
+                             f"act_together(agents, members, features, action_masks)")
+        _check_hashable_key(agent, acting, "shared_acting")
     if features is None:
         return
     if not callable(getattr(agent, "act_on_features", None)):
         raise ValueError(f"opponent agent {agent_name(agent)!r} offers shared_features but "
                          f"no act_on_features(features, action_masks)")
-    try:
-        hash(features.key)
-    except (AttributeError, TypeError) as error:
-        raise ValueError(f"opponent agent {agent_name(agent)!r}'s shared_features needs a "
-                         f"hashable key: {one_line(error)}") from None
+    _check_hashable_key(agent, features, "shared_features")
+
+
+def sharing_groups(indices: np.ndarray, keys: Sequence[Any]) -> list[list[int]]:
+    """The groups of two or more of ``indices`` (int64, ascending) with equal, not-None
+    ``keys[index]``, each ascending, in the order of their first members."""
+    members: dict[Any, list[int]] = {}
+    for index in indices:
+        key = keys[index]
+        if key is not None:
+            members.setdefault(key, []).append(int(index))
+    return [group for group in members.values() if len(group) > 1]
 
 
 class OpponentError(RuntimeError):
@@ -348,6 +378,7 @@ class LearnerGames:
         self._chooser: Callable[[np.random.Generator], Any] | None = None
         self._single_agent = True
         self._feature_keys: list[Any] = []
+        self._acting_keys: list[Any] = []
         self.failure: str | None = None
         self.set_opponents(opponents, rng)
 
@@ -427,6 +458,7 @@ class LearnerGames:
         self._single_agent = len(self._agents) == 1
         self._encode_opponents = any(reads_observations(agent) for agent in self._agents)
         self._feature_keys = [_features_key(agent) for agent in self._agents]
+        self._acting_keys = [_acting_key(agent) for agent in self._agents]
 
     @property
     def opponents(self) -> list[Agent]:
@@ -613,54 +645,89 @@ class LearnerGames:
             else:
                 observers = self._observers[:count]
                 relative = (observers - self.learner_seat[games]) % self.num_players - 1
-                who = self._assignment[games, relative]
-                present = np.unique(who)
-                features = self._shared_features(who, present, obs)
-                for index in present:
-                    rows = np.flatnonzero(who == index)
-                    self._opponent_acts(self._agents[index], games[rows], obs[rows], masks[rows],
-                                        features.get(index))
+                self._mixed_opponent_acts(games, obs, masks, self._assignment[games, relative])
             self._step(acts)
 
-    def _shared_features(self, who: np.ndarray, present: np.ndarray,
-                         obs: np.ndarray) -> dict[int, Any]:
-        """The features of their rows for the agents of ``present`` that share a features
-        key (`skyjo_env.protocol.Agent`) with another agent of ``present``: one call per
-        key over all those agents' rows of ``obs`` (float32 (K, O); ``who``, int64 (K,),
-        is each row's agent index). Agent index -> its rows' features, in row order.
+    def _mixed_opponent_acts(self, games: np.ndarray, obs: np.ndarray, masks: np.ndarray,
+                             who: np.ndarray) -> None:
+        """Have each agent of ``who`` (int64 (K,), each row's agent index) act for its rows
+        of ``games`` (int64 (K,)), ``obs`` (float32 (K, O)) and ``masks`` (bool (K, A)):
+        the agents sharing a features key from their rows of one features call over all
+        their rows, those of them also sharing an acting key in one call
+        (`skyjo_env.protocol.Agent`), the others from their observations.
 
         Raises:
-            OpponentError: The shared features raised.
+            OpponentError, ValueError, IllegalActionError: As `_opponent_acts`.
         """
-        members: dict[Any, list[int]] = {}
-        for index in present:
-            key = self._feature_keys[index]
-            if key is not None:
-                members.setdefault(key, []).append(int(index))
-        features = {}
-        for group in members.values():
-            if len(group) < 2:
-                continue
-            in_group = np.isin(who, group)
-            first = self._agents[group[0]]
-            rows = int(in_group.sum())
-            try:
-                computed = shared_features(first)(obs[in_group])
-                if len(computed) != rows:
-                    raise ValueError(f"{len(computed)} rows for {rows} observations")
-            except Exception as error:
-                raise OpponentError(f"the shared features of opponent agent "
-                                    f"{agent_name(first)!r} raised {one_line(error)}") from error
-            position = np.cumsum(in_group) - 1
+        present = np.unique(who)
+        done: set[int] = set()
+        for group in sharing_groups(present, self._feature_keys):
+            in_group = np.flatnonzero(np.isin(who, group))
+            group_who = who[in_group]
+            features = self._group_features(group, obs[in_group])
+            for acting in sharing_groups(np.asarray(group), self._acting_keys):
+                rows = np.flatnonzero(np.isin(group_who, acting))
+                members = np.searchsorted(acting, group_who[rows])
+                self._acting_together(acting, members, games[in_group[rows]],
+                                      features[rows], masks[in_group[rows]])
+                done.update(acting)
             for index in group:
-                features[index] = computed[position[who == index]]
-        return features
+                if index not in done:
+                    rows = np.flatnonzero(group_who == index)
+                    self._opponent_acts(self._agents[index], games[in_group[rows]], None,
+                                        masks[in_group[rows]], features[rows])
+            done.update(group)
+        for index in present:
+            if int(index) not in done:
+                rows = np.flatnonzero(who == index)
+                self._opponent_acts(self._agents[index], games[rows], obs[rows], masks[rows])
 
-    def _opponent_acts(self, agent: Agent, games: np.ndarray, obs: np.ndarray,
+    def _group_features(self, group: list[int], obs: np.ndarray) -> Any:
+        """The shared features of ``obs`` (float32 (K, O): the rows of the agents of
+        ``group``, which share a features key), computed by its first agent in one call:
+        K rows, in row order.
+
+        Raises:
+            OpponentError: The shared features raised or gave another number of rows.
+        """
+        first = self._agents[group[0]]
+        try:
+            computed = shared_features(first)(obs)
+            if len(computed) != len(obs):
+                raise ValueError(f"{len(computed)} rows for {len(obs)} observations")
+        except Exception as error:
+            raise OpponentError(f"the shared features of opponent agent "
+                                f"{agent_name(first)!r} raised {one_line(error)}") from error
+        return computed
+
+    def _acting_together(self, acting: list[int], members: np.ndarray, games: np.ndarray,
+                         features: Any, masks: np.ndarray) -> None:
+        """Ask the agents of ``acting`` (registry indices sharing features and acting keys)
+        to choose in one call, through the first one's ``shared_acting``: ``members``
+        (int64 (K,)) is each row's agent, an index into ``acting``; ``games`` (int64 (K,))
+        the rows' games, ``features`` their shared features, ``masks`` bool (K, A).
+
+        Raises:
+            OpponentError: The call raised.
+            ValueError: Its actions are not integers of shape (K,).
+            IllegalActionError: One of them is illegal (naming that row's agent).
+        """
+        agents = [self._agents[index] for index in acting]
+        names = ", ".join(repr(agent_name(agent)) for agent in agents)
+        try:
+            chosen = shared_acting(agents[0]).act_together(agents, members, features, masks)
+        except Exception as error:
+            raise OpponentError(
+                f"opponent agents {names} acting together raised {one_line(error)}"
+            ) from error
+        self._file_actions(chosen, games, masks, f"opponent agents {names}",
+                           lambda row: agents[members[row]])
+
+    def _opponent_acts(self, agent: Agent, games: np.ndarray, obs: np.ndarray | None,
                        masks: np.ndarray, features: Any = None) -> None:
         """Ask ``agent`` for games ``games`` (int64 (K,)), check its int (K,) answer against
         ``masks`` (bool (K, A)) and file it under those games in ``_actions``; from
-        ``features`` of ``obs`` (its shared features' rows) when given, else from ``obs``.
+        ``features`` (its shared features' rows) when given, else from ``obs``.
 
         Raises:
             OpponentError: The agent raised.
@@ -676,13 +743,26 @@ class LearnerGames:
             raise OpponentError(
                 f"opponent agent {agent_name(agent)!r} raised {one_line(error)}"
             ) from error
+        self._file_actions(chosen, games, masks, f"opponent agent {agent_name(agent)!r}",
+                           lambda row: agent)
+
+    def _file_actions(self, chosen: Any, games: np.ndarray, masks: np.ndarray, who: str,
+                      agent_of_row: Callable[[int], Agent]) -> None:
+        """Check ``chosen`` (an int (K,) answer of ``who``) against ``masks`` (bool (K, A))
+        and file it under ``games`` (int64 (K,)) in ``_actions``.
+
+        Raises:
+            ValueError: The actions are not integers of shape (K,).
+            IllegalActionError: One of them is illegal (naming ``agent_of_row(row)``).
+        """
         chosen = np.asarray(chosen)
         if chosen.shape != games.shape or chosen.dtype.kind not in "iu":
-            integer_actions(chosen, games.shape, f"opponent agent {agent_name(agent)!r}'s actions")
+            integer_actions(chosen, games.shape, f"{who}'s actions")
         bad = scatter_opponent_actions(games, chosen, masks, self._actions)
         if bad >= 0:
             message = illegal_action_message(self.batch, int(games[bad]), int(chosen[bad]))
-            raise IllegalActionError(f"opponent agent {agent_name(agent)!r} played an {message}")
+            raise IllegalActionError(
+                f"opponent agent {agent_name(agent_of_row(bad))!r} played an {message}")
 
     def _refresh_masks(self) -> None:
         batch = self.batch

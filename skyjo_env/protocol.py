@@ -9,6 +9,7 @@ the PPO adapter on it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -33,6 +34,12 @@ class Agent(Protocol):
     from those rows of the function's output. When several agents with equal
     ``shared_features.key`` act in one turn, the training games compute the function once
     over all their rows and hand each agent its own rows (`shared_features`).
+
+    Such an agent may also offer ``shared_acting`` (`SharedActing`; None or absent: not
+    offered): when several agents with equal features keys and equal
+    ``shared_acting.key`` act in one turn, the training games ask the first of them to
+    choose for all their rows in one call (`SharedActing.act_together`); without
+    ``shared_features`` it is not used.
     """
 
     name: str
@@ -70,6 +77,41 @@ class SharedFeatures(Protocol):
 def shared_features(agent) -> SharedFeatures | None:
     """``agent.shared_features`` when the agent offers one (see `Agent`), else None."""
     return getattr(agent, "shared_features", None)
+
+
+@runtime_checkable
+class SharedActing(Protocol):
+    """One call in which several agents sharing their features choose (see `Agent`).
+
+    Attributes:
+        key: Hashable; agents whose ``shared_acting.key`` are equal (and whose
+            ``shared_features.key`` are equal) may be asked together, through any one of
+            them.
+    """
+
+    key: object
+
+    def act_together(self, agents: Sequence, members: np.ndarray, features,
+                     action_masks: np.ndarray) -> np.ndarray:
+        """The actions of several agents for their rows, in one call.
+
+        Args:
+            agents: The agents to act, each with an equal ``shared_acting.key``.
+            members: int64 (K,), each row's agent, an index into ``agents``.
+            features: K rows of the agents' shared features, in row order.
+            action_masks: bool (K, A), True where legal; every row has one.
+
+        Returns:
+            int64 (K,): row ``k``'s action, the one ``agents[members[k]].act_on_features``
+            would choose for it (an implementation says how exactly, e.g. up to float
+            rounding at near-ties).
+        """
+        ...
+
+
+def shared_acting(agent) -> SharedActing | None:
+    """``agent.shared_acting`` when the agent offers one (see `Agent`), else None."""
+    return getattr(agent, "shared_acting", None)
 
 
 @jit

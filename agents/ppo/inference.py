@@ -26,6 +26,10 @@ faster only on a CPU with native bfloat16 (AVX512-BF16 or AMX;
 then differ from SB3's by bfloat16 rounding, so a greedy action can differ where two
 legal logits are that close (docs/results.md); it is meant for search rollouts, not for
 the agent's own decisions or for training.
+
+`StackedActors` runs several float32 actors of one architecture (a training run's
+snapshots) with one batched matrix product per layer, for the opponents of the training
+games (`skyjo_env.protocol.SharedActing`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ MASKED_LOGIT = -1e8
 
 #: Precisions `MaskedActor` can run its linear layers in.
 PRECISIONS = ("float32", "bfloat16")
+
+#: The activations `StackedActors` applies between linear layers (elementwise).
+STACKABLE_ACTIVATIONS = {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh}
 
 
 class PolicyInputError(ValueError):
@@ -81,6 +88,10 @@ class MaskedActor:
         self.observation_size = int(np.prod(policy.observation_space.shape))
         self.num_actions = int(policy.action_space.n)
         self._masked = torch.tensor(MASKED_LOGIT, dtype=torch.float32)
+        #: Hashable: the kinds and weight shapes of the actor's layers when it may act in
+        #: a `StackedActors` batch (float32; linear layers with biases and
+        #: `STACKABLE_ACTIVATIONS` only), else None.
+        self.stack_key = stack_key(policy) if precision == "float32" else None
 
     def _latent(self, features: torch.Tensor) -> torch.Tensor:
         """The actor MLP, layer by layer (module calls cost microseconds each at batch 1)."""
@@ -127,9 +138,7 @@ class MaskedActor:
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 raw = policy.action_net(self._latent(features))
             raw = raw.float()
-        logits = raw - raw.logsumexp(dim=1, keepdim=True)
-        logits = torch.where(masks, logits, self._masked)
-        return logits - logits.logsumexp(dim=1, keepdim=True)
+        return normalised_masked_logits(raw, masks, self._masked)
 
     def act(
         self,
@@ -221,6 +230,190 @@ class MaskedActor:
                 f"action mask row {int(np.flatnonzero(~legal)[0])} has no legal action"
             )
         return masks
+
+
+def normalised_masked_logits(raw: torch.Tensor, masks: torch.Tensor,
+                             masked: torch.Tensor) -> torch.Tensor:
+    """The masked distribution's log-probabilities from the action head's output, with
+    SB3's two normalisations (module docstring).
+
+    Args:
+        raw: float32 (N, A), the action head's output.
+        masks: bool (N, A), True where legal.
+        masked: float32 scalar tensor, `MASKED_LOGIT`.
+
+    Returns:
+        float32 (N, A).
+    """
+    logits = raw - raw.logsumexp(dim=1, keepdim=True)
+    logits = torch.where(masks, logits, masked)
+    return logits - logits.logsumexp(dim=1, keepdim=True)
+
+
+def _stack_plan(policy) -> list[torch.nn.Module] | None:
+    """The actor's layers in order (actor MLP, then action head) when each is a linear
+    layer with a bias or one of `STACKABLE_ACTIVATIONS`, else None."""
+    layers = [*policy.mlp_extractor.policy_net, policy.action_net]
+    for layer in layers:
+        linear = type(layer) is torch.nn.Linear and layer.bias is not None
+        if not linear and type(layer) not in STACKABLE_ACTIVATIONS:
+            return None
+    return layers
+
+
+def stack_key(policy) -> tuple | None:
+    """Hashable: each actor layer's kind and weight shape, or None when a layer cannot be
+    stacked (`_stack_plan`). Actors with equal keys can share a `StackedActors` batch."""
+    layers = _stack_plan(policy)
+    if layers is None:
+        return None
+    return tuple(tuple(layer.weight.shape) if type(layer) is torch.nn.Linear
+                 else type(layer).__name__ for layer in layers)
+
+
+class StackedActors:
+    """Greedy actions of several float32 `MaskedActor`s of one architecture (equal
+    ``stack_key``, each with its own weights), with one batched matrix product per layer
+    instead of a forward pass per actor.
+
+    The actors' weights are stacked into (S, in, out) tensors and kept while later calls
+    use those actors, or some of them, with weights unchanged in place (torch's version
+    counters tell), so the copies are made when the actors change, not at every call; an
+    actor that no call used for `KEEP_CALLS` calls leaves the stack when it is next built.
+    Each actor's rows are padded to the most rows any actor has in the call.
+
+    The actions are the ones each actor's `MaskedActor.act_on_features` chooses, except
+    where two legal logits lie within float32 rounding of each other: a batched product
+    may round differently from the actor's own (as the actor's own product rounds
+    differently for batches of one to three rows than for larger ones).
+    """
+
+    #: Calls after which an actor none of them used leaves the stack at its next build.
+    KEEP_CALLS = 64
+
+    def __init__(self):
+        self._actors: list[MaskedActor] = []
+        self._tensors: list[list[torch.Tensor]] = []  # kept alive: their ids stay theirs
+        self._versions: list[list[int]] = []
+        self._last_used: list[int] = []
+        self._calls = 0
+        self._layers: list[tuple[str, int | object]] = []
+        self._weights: list[torch.Tensor] = []  # per linear layer, float32 (S, in, out)
+        self._biases: list[torch.Tensor] = []  # per linear layer, float32 (S, 1, out)
+        self._masked = torch.tensor(MASKED_LOGIT, dtype=torch.float32)
+
+    def act(self, actors, members: np.ndarray, features: torch.Tensor,
+            action_masks: np.ndarray) -> np.ndarray:
+        """The greedy actions of ``actors`` for their rows.
+
+        Args:
+            actors: `MaskedActor`s with one ``stack_key`` (not None).
+            members: int64 (K,), each row's actor, an index into ``actors``.
+            features: float32 (K, F), each row's features (its actor's `PolicyFeatures`).
+            action_masks: bool (K, A), True where legal.
+
+        Returns:
+            int64 (K,): row ``k``'s most probable legal action under
+            ``actors[members[k]]`` (lowest id on ties).
+
+        Raises:
+            ValueError: Actors that cannot be stacked together, or ``members`` that are
+                not (K,) indices into ``actors``.
+            PolicyInputError: Masks that do not fit, or a row without a legal action.
+        """
+        rows = features.shape[0]
+        _check_stackable(actors)
+        masks = actors[0]._checked_masks(action_masks, rows)
+        members = np.asarray(members)
+        if (members.shape != (rows,) or members.dtype.kind not in "iu"
+                or (rows and not 0 <= members.min() <= members.max() < len(actors))):
+            raise ValueError(f"members must be {rows} indices into {len(actors)} actors, "
+                             f"got shape {members.shape} of {members.dtype}")
+        slots = self._slots(actors)[members.astype(np.int64)]
+        with torch.inference_mode():
+            raw = self._raw_logits(slots, features)
+            logits = normalised_masked_logits(raw, torch.from_numpy(masks), self._masked)
+            return logits.argmax(dim=1).numpy()
+
+    def _slots(self, actors) -> np.ndarray:
+        """int64 (len(actors),): each actor's place in the stack, built anew when one is
+        missing from it or its weights changed."""
+        self._calls += 1
+        place = {id(actor): slot for slot, actor in enumerate(self._actors)}
+        slots = np.empty(len(actors), np.int64)
+        for k, actor in enumerate(actors):
+            slot = place.get(id(actor))
+            if slot is None or not self._unchanged(slot):
+                slots = self._build(actors)
+                break
+            slots[k] = slot
+        for slot in slots:
+            self._last_used[slot] = self._calls
+        return slots
+
+    def _unchanged(self, slot: int) -> bool:
+        """Whether the weights stacked for the actor at ``slot`` are unchanged (changed in
+        place, as an optimizer step or ``load_state_dict`` does, bumps their versions;
+        layers replaced by new modules are not looked for)."""
+        return [t._version for t in self._tensors[slot]] == self._versions[slot]
+
+    def _build(self, actors) -> np.ndarray:
+        """Stack ``actors`` and the actors used in the last `KEEP_CALLS` calls; returns
+        the places of ``actors``."""
+        wanted = {id(actor) for actor in actors}
+        recent = [actor for actor, used in zip(self._actors, self._last_used, strict=True)
+                  if used > self._calls - self.KEEP_CALLS and id(actor) not in wanted]
+        self._actors = [*actors, *recent]
+        self._tensors = [_stack_tensors(actor) for actor in self._actors]
+        self._versions = [[t._version for t in tensors] for tensors in self._tensors]
+        self._last_used = [0] * len(self._actors)
+        plan = _stack_plan(self._actors[0].policy)
+        self._layers, self._weights, self._biases = [], [], []
+        with torch.inference_mode():
+            for position, layer in enumerate(plan):
+                if type(layer) is torch.nn.Linear:
+                    per_actor = [_stack_plan(actor.policy)[position] for actor in self._actors]
+                    self._layers.append(("linear", len(self._weights)))
+                    self._weights.append(torch.stack([p.weight.t() for p in per_actor]).contiguous())
+                    self._biases.append(torch.stack([p.bias for p in per_actor])[:, None, :]
+                                        .contiguous())
+                else:
+                    self._layers.append(("activation", STACKABLE_ACTIVATIONS[type(layer)]))
+        return np.arange(len(actors), dtype=np.int64)
+
+    def _raw_logits(self, slots: np.ndarray, features: torch.Tensor) -> torch.Tensor:
+        """float32 (K, A): the action head's output for each row (features float32 (K, F))
+        under the stacked actor at ``slots`` (int64 (K,)), rows padded per actor."""
+        rows = len(slots)
+        count = np.bincount(slots, minlength=len(self._actors))
+        width = int(count.max())
+        order = np.argsort(slots, kind="stable")
+        rank = np.empty(rows, np.int64)
+        rank[order] = np.arange(rows) - (np.cumsum(count) - count)[slots[order]]
+        place = torch.from_numpy(slots * width + rank)
+        x = features.new_zeros((len(self._actors) * width, features.shape[1]))
+        x[place] = features
+        x = x.view(len(self._actors), width, -1)
+        for kind, what in self._layers:
+            if kind == "linear":
+                x = torch.baddbmm(self._biases[what], x, self._weights[what])
+            else:
+                x = what(x)
+        return x.reshape(len(self._actors) * width, -1)[place]
+
+
+def _stack_tensors(actor: MaskedActor) -> list[torch.Tensor]:
+    """The weight and bias tensors of ``actor``'s linear layers, in order."""
+    return [tensor for layer in _stack_plan(actor.policy) or ()
+            if type(layer) is torch.nn.Linear for tensor in (layer.weight, layer.bias)]
+
+
+def _check_stackable(actors) -> None:
+    """Raise ValueError unless ``actors`` are one or more actors with one ``stack_key``."""
+    keys = {actor.stack_key for actor in actors}
+    if not actors or None in keys or len(keys) > 1:
+        raise ValueError("StackedActors needs float32 actors of one stackable architecture "
+                         f"(stack keys: {sorted(map(str, keys))})")
 
 
 class PolicyFeatures:

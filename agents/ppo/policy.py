@@ -52,6 +52,12 @@ class PPOAgent:
         #: The policy's features as a shared transform (`skyjo_env.protocol.Agent`), or
         #: None for the plain observation (``features: raw``).
         self.shared_features = policy_features(self.policy)
+        #: Acting in one call with other greedy agents of this architecture
+        #: (`skyjo_env.protocol.Agent`, `StackedActing`), or None (no shared features,
+        #: or bfloat16, or layers that cannot be stacked).
+        self.shared_acting = (StackedActing(self.actor.stack_key)
+                              if self.shared_features is not None
+                              and self.actor.stack_key is not None else None)
 
     def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """Actions for a batch: observations float32 (N, O), masks bool (N, A) -> int64 (N,).
@@ -74,6 +80,47 @@ class PPOAgent:
         """
         return self.actor.act_on_features(features, action_masks, self.deterministic,
                                           self.generator)
+
+
+class StackedActing:
+    """`skyjo_env.protocol.SharedActing` for `PPOAgent`s of one architecture: greedy agents
+    choose through one `agents.ppo.inference.StackedActors` (one batched matrix product
+    per layer; the same actions as each agent's ``act_on_features`` except at near-ties
+    within float32 rounding, as that class says); agents that sample (``deterministic``
+    False) choose one by one from their own generators, exactly as alone.
+
+    Args:
+        stack_key: The agents' `MaskedActor.stack_key`.
+    """
+
+    def __init__(self, stack_key: tuple):
+        self.key = ("ppo", stack_key)
+        self._stacked = None
+
+    def act_together(self, agents, members: np.ndarray, features,
+                     action_masks: np.ndarray) -> np.ndarray:
+        """Actions of ``agents`` (`PPOAgent`s) for their rows: members int64 (K,) (each
+        row's agent, an index into ``agents``), features float32 tensor (K, F), masks bool
+        (K, A) -> int64 (K,) (`skyjo_env.protocol.SharedActing`).
+
+        Raises:
+            ValueError: Agents of other architectures, or ``members`` out of range.
+            PolicyInputError: Masks that do not fit, or a row without a legal action.
+        """
+        if all(agent.deterministic for agent in agents):
+            if self._stacked is None:
+                from agents.ppo.inference import StackedActors
+
+                self._stacked = StackedActors()
+            return self._stacked.act([agent.actor for agent in agents], members, features,
+                                     action_masks)
+        members = np.asarray(members)
+        chosen = np.empty(len(members), np.int64)
+        for index, agent in enumerate(agents):
+            rows = np.flatnonzero(members == index)
+            if len(rows):
+                chosen[rows] = agent.act_on_features(features[rows], action_masks[rows])
+        return chosen
 
 
 def load_ppo_agent(path: str | Path, rules: SkyjoRules, seed: int = 0) -> PPOAgent:

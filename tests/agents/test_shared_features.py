@@ -1,7 +1,9 @@
 """PPO opponents sharing their features (`agents.ppo.inference.PolicyFeatures`): every
 features row depends on its own observation alone, acting from shared rows chooses as
 acting from the observations, and training games with snapshot opponents are the same
-games with and without the sharing."""
+games with and without the sharing. Greedy snapshots acting together
+(`agents.ppo.inference.StackedActors`) choose as each would on its own wherever its two
+best legal actions are not within float32 rounding of each other."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ import torch
 from gymnasium import spaces
 
 from agents.baselines.heuristics import EVAgent
+from agents.ppo.checkpoint import build_policy, checkpoint_metadata
 from agents.ppo.features import GridFeaturesExtractor, features_extractor_kwargs
-from agents.ppo.inference import PolicyFeatures, PolicyInputError
-from agents.ppo.policy import PPOAgent, load_ppo_agent
+from agents.ppo.inference import PolicyFeatures, PolicyInputError, StackedActors
+from agents.ppo.policy import PPOAgent, StackedActing, load_ppo_agent
 from agents.training.imitation import collect_demonstrations
 from skyjo_env import SkyjoVecEnv
 from skyjo_env.core.rules import SkyjoRules
@@ -142,3 +145,177 @@ def test_vec_env__ppo_snapshots_sharing_features_play_the_games_they_play_alone(
     alone = played(snapshots(base, 3, sharing=False))
     for got, expected in zip(shared, alone, strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+#: Two legal logits closer than this may be ordered differently by a batched product.
+NEAR_TIE = 1e-4
+
+
+def greedy_snapshots(base: PPOAgent, count: int) -> list[PPOAgent]:
+    """``count`` greedy agents over copies of ``base``'s policy, noise added to every
+    parameter, so that each has its own weights."""
+    agents = []
+    for k in range(count):
+        policy = copy.deepcopy(base.policy)
+        generator = torch.Generator().manual_seed(100 + k)
+        with torch.no_grad():
+            for parameter in policy.parameters():
+                parameter.add_(0.02 * torch.randn(parameter.shape, generator=generator))
+        agents.append(PPOAgent(policy, name=f"greedy{k}"))
+    return agents
+
+
+def apart_rows(agent: PPOAgent, features: torch.Tensor, masks: np.ndarray) -> np.ndarray:
+    """bool (N,): the rows whose two best legal logits under ``agent`` (computed on its
+    own) differ by more than `NEAR_TIE` (a single legal action counts as apart)."""
+    with torch.inference_mode():
+        logits = agent.actor.logits_from_features(features, torch.from_numpy(masks)).numpy()
+    legal = np.where(masks, logits, -np.inf)
+    top_two = -np.sort(-legal, axis=1)[:, :2]
+    return ~np.isfinite(top_two[:, 1]) | (top_two[:, 0] - top_two[:, 1] > NEAR_TIE)
+
+
+def check_as_each_alone(agents, members, features, masks, chosen) -> int:
+    """Assert that ``chosen`` is each row's agent's own choice wherever its two best
+    logits are apart; returns how many rows were checked."""
+    checked = 0
+    for index, agent in enumerate(agents):
+        rows = np.flatnonzero(members == index)
+        if not len(rows):
+            continue
+        alone = agent.act_on_features(features[rows], masks[rows])
+        apart = apart_rows(agent, features[rows], masks[rows])
+        np.testing.assert_array_equal(chosen[rows][apart], alone[apart])
+        checked += int(apart.sum())
+    return checked
+
+
+def random_split(rng: np.random.Generator, rows: int, agents: int) -> tuple[np.ndarray, np.ndarray]:
+    """Some of ``rows`` row numbers, and each one's agent: 1 to 20 rows for each agent,
+    at times a single row each."""
+    counts = np.ones(agents, np.int64) if rng.random() < 0.25 else rng.integers(1, 21, agents)
+    picked = rng.choice(rows, int(counts.sum()), replace=False)
+    return picked, rng.permutation(np.repeat(np.arange(agents), counts))
+
+
+def test_stacked_actors__choose_as_each_actor_alone_wherever_its_best_logits_are_apart(
+        four_players):
+    base, observations, masks, _ = four_players
+    agents = greedy_snapshots(base, 8)
+    features = agents[0].shared_features(observations)
+    acting = agents[0].shared_acting
+    rng = np.random.default_rng(4)
+    checked = total = 0
+    for _ in range(60):
+        count = int(rng.integers(2, 9))
+        rows, members = random_split(rng, len(observations), count)
+        chosen = acting.act_together(agents[:count], members, features[rows], masks[rows])
+        assert chosen.dtype == np.int64 and chosen.shape == rows.shape
+        checked += check_as_each_alone(agents[:count], members, features[rows], masks[rows],
+                                       chosen)
+        total += len(rows)
+    assert checked >= 0.99 * total  # near-ties are rare
+
+
+def test_stacked_actors__a_subset_of_a_built_stack_chooses_as_a_stack_of_just_it(four_players):
+    base, observations, masks, _ = four_players
+    actors = [agent.actor for agent in greedy_snapshots(base, 6)]
+    features = base.shared_features(observations)
+    rng = np.random.default_rng(5)
+    stacked = StackedActors()
+    rows, members = random_split(rng, len(observations), 6)
+    stacked.act(actors, members, features[rows], masks[rows])
+    for _ in range(10):
+        subset = sorted(rng.choice(6, 3, replace=False))
+        rows, members = random_split(rng, len(observations), 3)
+        np.testing.assert_array_equal(
+            stacked.act([actors[k] for k in subset], members, features[rows], masks[rows]),
+            StackedActors().act([actors[k] for k in subset], members, features[rows],
+                                masks[rows]))
+
+
+def test_stacked_actors__weights_changed_in_place_are_used_at_the_next_call(four_players):
+    base, observations, masks, _ = four_players
+    agents = greedy_snapshots(base, 3)
+    features = base.shared_features(observations)
+    members = np.arange(len(observations)) % 3
+    acting = agents[0].shared_acting
+    before = acting.act_together(agents, members, features, masks)
+    with torch.no_grad():  # as an optimizer step does: in place
+        for parameter in agents[1].policy.parameters():
+            parameter.mul_(-1.0)
+    after = acting.act_together(agents, members, features, masks)
+    assert (after[members == 1] != before[members == 1]).any()
+    np.testing.assert_array_equal(after[members != 1], before[members != 1])
+    assert check_as_each_alone(agents, members, features, masks, after) > 0
+
+
+def test_stacked_acting__sampling_agents_choose_exactly_as_one_by_one(four_players):
+    base, observations, masks, _ = four_players
+    together = snapshots(base, 3)
+    alone = snapshots(base, 3)
+    features = base.shared_features(observations)
+    members = np.random.default_rng(6).integers(3, size=len(observations))
+    chosen = together[0].shared_acting.act_together(together, members, features, masks)
+    for index, agent in enumerate(alone):
+        rows = np.flatnonzero(members == index)
+        np.testing.assert_array_equal(chosen[rows],
+                                      agent.act_on_features(features[rows], masks[rows]))
+
+
+def test_stacked_actors__bad_members_and_masks_are_refused(four_players):
+    base, observations, masks, _ = four_players
+    actors = [agent.actor for agent in greedy_snapshots(base, 2)]
+    features = base.shared_features(observations[:4])
+    with pytest.raises(ValueError, match=r"members must be 4 indices into 2 actors, got "
+                                         r"shape \(4,\) of int64"):
+        StackedActors().act(actors, np.array([0, 1, 2, 0]), features, masks[:4])
+    with pytest.raises(PolicyInputError, match=r"action masks of shape \(3, \d+\) for 4"):
+        StackedActors().act(actors, np.array([0, 1, 1, 0]), features, masks[:3])
+    bfloat16 = PPOAgent(base.policy, precision="bfloat16").actor
+    with pytest.raises(ValueError, match="StackedActors needs float32 actors of one "
+                                         "stackable architecture"):
+        StackedActors().act([actors[0], bfloat16], np.array([0, 1, 1, 0]), features, masks[:4])
+
+
+def small_policy(features: str, rules: SkyjoRules, seed: int):
+    """A freshly initialised tanh policy (one hidden layer of 16) with ``features``."""
+    torch.manual_seed(seed)
+    return build_policy(checkpoint_metadata(
+        rules, 0, policy={"net_arch": [16], "activation": "tanh", "features": features}))
+
+
+def test_ppo_agent__acting_together_is_offered_only_with_shared_features_in_float32(
+        four_players):
+    base, observations, masks, rules = four_players
+    assert isinstance(base.shared_acting, StackedActing)
+    assert PPOAgent(base.policy, precision="bfloat16").shared_acting is None
+    assert PPOAgent(small_policy("raw", rules, 0)).shared_acting is None
+    tanh = [PPOAgent(small_policy("grid", rules, seed)) for seed in range(3)]
+    assert tanh[0].shared_acting.key == tanh[1].shared_acting.key != base.shared_acting.key
+    features = tanh[0].shared_features(observations)
+    members = np.arange(len(observations)) % 3
+    chosen = tanh[0].shared_acting.act_together(tanh, members, features, masks)
+    # a fresh action head gives small logits: more near-ties than a trained one
+    assert check_as_each_alone(tanh, members, features, masks, chosen) > 0.9 * len(members)
+
+
+def test_vec_env__greedy_ppo_snapshots_acting_together_choose_as_each_would(
+        four_players, monkeypatch):
+    base = four_players[0]
+    calls = []
+    act_together = StackedActing.act_together
+
+    def checked(self, agents, members, features, action_masks):
+        chosen = act_together(self, agents, members, features, action_masks)
+        calls.append(check_as_each_alone(agents, np.asarray(members), features, action_masks,
+                                         chosen))
+        return chosen
+
+    monkeypatch.setattr(StackedActing, "act_together", checked)
+    venv = SkyjoVecEnv(24, num_players=4, opponents=greedy_snapshots(base, 3), seed=9)
+    venv.reset()
+    rng = np.random.default_rng(2)
+    for _ in range(40):
+        venv.step(sample_legal(venv.action_masks(), rng))
+    assert len(calls) > 40 and sum(calls) > 0

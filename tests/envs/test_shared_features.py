@@ -1,6 +1,8 @@
 """Opponents sharing a features function (`skyjo_env.protocol.SharedFeatures`): the
 training games compute it once per turn over all the sharing agents' rows and hand each
-agent its own rows, which plays exactly the games each agent plays from its observations."""
+agent its own rows, which plays exactly the games each agent plays from its observations.
+Agents that also share an acting key (`skyjo_env.protocol.SharedActing`) choose for all
+their rows in one call."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import numpy as np
 import pytest
 
 from skyjo_env import SkyjoVecEnv
+from skyjo_env.core.engine import IllegalActionError
 from skyjo_env.learner_games import OpponentError
 from skyjo_env.protocol import sample_legal
 
@@ -151,3 +154,116 @@ def test_vec_env__shared_features_with_too_few_rows_are_named():
     with pytest.raises(OpponentError, match=r"the shared features of opponent agent 'k0' raised "
                                             r"ValueError: (\d+) rows for (\d+) observations"):
         SkyjoVecEnv(6, num_players=4, opponents=seats, seed=0).reset()
+
+
+class KeyedActing:
+    """Shared acting for `KeyedAgent`s: each row's `pick_by_key` of its features plus its
+    agent's salt, for all the agents' rows in one call; records each call's agent count
+    and rows (``fail``: raise; ``illegal_for``: the agent whose rows get an action id past
+    the last one instead)."""
+
+    def __init__(self, key: str = "keyed", fail: bool = False, illegal_for: str | None = None):
+        self.key = key
+        self.fail = fail
+        self.illegal_for = illegal_for
+        self.calls: list[tuple[int, int]] = []
+
+    def act_together(self, agents, members, features, action_masks) -> np.ndarray:
+        if self.fail:
+            raise RuntimeError("boom")
+        self.calls.append((len(agents), len(members)))
+        salts = np.array([agents[m].salt for m in members], np.int64)
+        chosen = np.array([pick_by_key(int(k) + int(s), m) for k, s, m in
+                           zip(features, salts, action_masks, strict=True)], np.int64)
+        for row, member in enumerate(members):
+            if agents[member].name == self.illegal_for:
+                chosen[row] = action_masks.shape[1]  # no such action
+        return chosen
+
+
+def acting_seats(features: RowKeys | None, acting: KeyedActing | None) -> list[KeyedAgent]:
+    seats = keyed_seats(features)
+    for agent in seats:
+        agent.shared_acting = acting
+    return seats
+
+
+def test_vec_env__opponents_acting_together_play_the_games_they_play_alone():
+    shared, acting = RowKeys(), KeyedActing()
+    seats = acting_seats(shared, acting)
+    together = played(seats)
+    for got, expected in zip(together, played(keyed_seats(None)), strict=True):
+        np.testing.assert_array_equal(got, expected)
+    # every turn: one features call and one acting call for two or three agents' rows
+    assert len(acting.calls) == len(shared.calls) > 0
+    assert all(2 <= agents <= 3 for agents, _ in acting.calls)
+    assert [rows for _, rows in acting.calls] == shared.calls
+    assert all(agent.calls_on_features == 0 for agent in seats)
+
+
+def test_vec_env__a_chooser_mixing_acting_sharing_and_plain_agents_plays_the_same_games():
+    def chooser_over(features: RowKeys | None, acting: KeyedActing | None):
+        pool = [*acting_seats(features, acting), *keyed_seats(features), PickAgent("plain")]
+        for salt, agent in enumerate(pool[3:6]):
+            agent.salt = salt + 3
+        return lambda rng: [pool[k] for k in rng.integers(len(pool), size=3)], pool
+
+    shared, acting = RowKeys(), KeyedActing()
+    choose, pool = chooser_over(shared, acting)
+    choose_alone, _ = chooser_over(None, None)
+    for got, expected in zip(played(choose), played(choose_alone), strict=True):
+        np.testing.assert_array_equal(got, expected)
+    assert acting.calls  # the acting agents chose together
+    assert sum(agent.rows_on_features for agent in pool[3:6]) > 0  # the others on features
+    # each row of the shared features went to one call: together, or one agent's own
+    on_features = sum(agent.rows_on_features for agent in pool[:6])
+    assert sum(rows for _, rows in acting.calls) + on_features == sum(shared.calls)
+
+
+def test_vec_env__agents_whose_acting_keys_differ_each_act_on_their_shared_features():
+    shared = RowKeys()
+    actings = [KeyedActing(key=f"acting{salt}") for salt in range(3)]
+    seats = keyed_seats(shared)
+    for agent, acting in zip(seats, actings, strict=True):
+        agent.shared_acting = acting
+    played(seats, steps=20)
+    assert all(acting.calls == [] for acting in actings)
+    assert sum(agent.rows_on_features for agent in seats) == sum(shared.calls) > 0
+
+
+def test_vec_env__failing_acting_together_is_named_then_steps_are_refused_until_reset():
+    acting = KeyedActing(fail=True)
+    venv = SkyjoVecEnv(6, num_players=4, opponents=acting_seats(RowKeys(), acting), seed=0)
+    with pytest.raises(OpponentError, match=r"opponent agents 'k0', 'k1'(, 'k2')? acting "
+                                            r"together raised RuntimeError: boom"):
+        venv.reset()
+    assert venv.games.failure is not None
+    acting.fail = False
+    venv.reset()
+    assert venv.games.failure is None
+
+
+def test_vec_env__an_illegal_action_chosen_together_names_the_agent_of_its_row():
+    acting = KeyedActing(illegal_for="k1")
+    venv = SkyjoVecEnv(6, num_players=4, opponents=acting_seats(RowKeys(), acting), seed=0)
+    with pytest.raises(IllegalActionError, match="opponent agent 'k1' played an illegal action"):
+        venv.reset()
+        for _ in range(5):
+            venv.step(sample_legal(venv.action_masks(), np.random.default_rng(0)))
+
+
+class NoActTogether:
+    key = "no-act-together"
+
+
+def test_vec_env__shared_acting_it_cannot_use_is_refused():
+    seat = KeyedAgent("k0", 0, RowKeys())
+    seat.shared_acting = NoActTogether()
+    with pytest.raises(ValueError, match="opponent agent 'k0'.s shared_acting has no "
+                                         r"act_together\(agents, members, features, "
+                                         r"action_masks\)"):
+        SkyjoVecEnv(4, num_players=3, opponents=seat, seed=0)
+    seat.shared_acting = KeyedActing(key=["a", "list"])
+    with pytest.raises(ValueError, match="opponent agent 'k0'.s shared_acting needs a "
+                                         "hashable key: TypeError: unhashable type: 'list'"):
+        SkyjoVecEnv(4, num_players=3, opponents=seat, seed=0)
