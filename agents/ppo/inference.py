@@ -361,12 +361,12 @@ class StackedActors:
         """Stack ``actors`` and the actors used in the last `KEEP_CALLS` calls; returns
         the places of ``actors``."""
         wanted = {id(actor) for actor in actors}
-        recent = [actor for actor, used in zip(self._actors, self._last_used, strict=True)
+        recent = [(actor, used) for actor, used in zip(self._actors, self._last_used, strict=True)
                   if used > self._calls - self.KEEP_CALLS and id(actor) not in wanted]
-        self._actors = [*actors, *recent]
+        self._actors = [*actors, *(actor for actor, _ in recent)]
+        self._last_used = [0] * len(actors) + [used for _, used in recent]
         self._tensors = [_stack_tensors(actor) for actor in self._actors]
         self._versions = [[t._version for t in tensors] for tensors in self._tensors]
-        self._last_used = [0] * len(self._actors)
         plan = _stack_plan(self._actors[0].policy)
         self._layers, self._weights, self._biases = [], [], []
         with torch.inference_mode():

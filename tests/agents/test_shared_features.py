@@ -319,3 +319,27 @@ def test_vec_env__greedy_ppo_snapshots_acting_together_choose_as_each_would(
     for _ in range(40):
         venv.step(sample_legal(venv.action_masks(), rng))
     assert len(calls) > 40 and sum(calls) > 0
+
+
+def test_stacked_actors__keep_recently_used_actors_and_drop_idle_ones_at_a_rebuild(
+        four_players):
+    base, observations, masks, _ = four_players
+    actors = [agent.actor for agent in greedy_snapshots(base, 6)]
+    features = base.shared_features(observations[:8])
+    members = np.arange(8) % 2
+    stacked = StackedActors()
+
+    def act(pair):
+        return stacked.act([actors[k] for k in pair], members, features, masks[:8])
+
+    for _ in range(61):
+        act([0, 1])  # calls 1-61
+    act([2, 3])  # call 62, a rebuild: 0 and 1 stay
+    for _ in range(7):
+        act([2, 3])  # calls 63-69: no rebuild
+    act([4, 2])  # call 70, a rebuild: 0 and 1 (last used at call 61) and 3 stay
+    assert {id(a) for a in stacked._actors} == {id(actors[k]) for k in range(5)}
+    for _ in range(StackedActors.KEEP_CALLS):
+        act([4, 2])  # calls 71-134: no rebuild
+    act([5, 2])  # call 135, a rebuild: 0, 1 and 3, idle for 64 calls or more, leave
+    assert {id(a) for a in stacked._actors} == {id(actors[k]) for k in (2, 4, 5)}
