@@ -713,15 +713,15 @@ class LearnerGames:
             IllegalActionError: One of them is illegal (naming that row's agent).
         """
         agents = [self._agents[index] for index in acting]
-        names = ", ".join(repr(agent_name(agent)) for agent in agents)
+
+        def who() -> str:
+            return "opponent agents " + ", ".join(repr(agent_name(agent)) for agent in agents)
+
         try:
             chosen = shared_acting(agents[0]).act_together(agents, members, features, masks)
         except Exception as error:
-            raise OpponentError(
-                f"opponent agents {names} acting together raised {one_line(error)}"
-            ) from error
-        self._file_actions(chosen, games, masks, f"opponent agents {names}",
-                           lambda row: agents[members[row]])
+            raise OpponentError(f"{who()} acting together raised {one_line(error)}") from error
+        self._file_actions(chosen, games, masks, who, lambda row: agents[members[row]])
 
     def _opponent_acts(self, agent: Agent, games: np.ndarray, obs: np.ndarray | None,
                        masks: np.ndarray, features: Any = None) -> None:
@@ -743,13 +743,14 @@ class LearnerGames:
             raise OpponentError(
                 f"opponent agent {agent_name(agent)!r} raised {one_line(error)}"
             ) from error
-        self._file_actions(chosen, games, masks, f"opponent agent {agent_name(agent)!r}",
+        self._file_actions(chosen, games, masks, lambda: f"opponent agent {agent_name(agent)!r}",
                            lambda row: agent)
 
-    def _file_actions(self, chosen: Any, games: np.ndarray, masks: np.ndarray, who: str,
-                      agent_of_row: Callable[[int], Agent]) -> None:
-        """Check ``chosen`` (an int (K,) answer of ``who``) against ``masks`` (bool (K, A))
-        and file it under ``games`` (int64 (K,)) in ``_actions``.
+    def _file_actions(self, chosen: Any, games: np.ndarray, masks: np.ndarray,
+                      who: Callable[[], str], agent_of_row: Callable[[int], Agent]) -> None:
+        """Check ``chosen`` (an int (K,) answer of ``who()``, named only for an error)
+        against ``masks`` (bool (K, A)) and file it under ``games`` (int64 (K,)) in
+        ``_actions``.
 
         Raises:
             ValueError: The actions are not integers of shape (K,).
@@ -757,7 +758,7 @@ class LearnerGames:
         """
         chosen = np.asarray(chosen)
         if chosen.shape != games.shape or chosen.dtype.kind not in "iu":
-            integer_actions(chosen, games.shape, f"{who}'s actions")
+            integer_actions(chosen, games.shape, f"{who()}'s actions")
         bad = scatter_opponent_actions(games, chosen, masks, self._actions)
         if bad >= 0:
             message = illegal_action_message(self.batch, int(games[bad]), int(chosen[bad]))

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 
 #: sb3-contrib's ``MaskableCategorical`` logit for an illegal action
 MASKED_LOGIT = -1e8
+_MASKED = torch.tensor(MASKED_LOGIT, dtype=torch.float32)
 
 #: Precisions `MaskedActor` can run its linear layers in.
 PRECISIONS = ("float32", "bfloat16")
@@ -87,7 +88,6 @@ class MaskedActor:
         self.policy = policy
         self.observation_size = int(np.prod(policy.observation_space.shape))
         self.num_actions = int(policy.action_space.n)
-        self._masked = torch.tensor(MASKED_LOGIT, dtype=torch.float32)
         #: Hashable: the kinds and weight shapes of the actor's layers when it may act in
         #: a `StackedActors` batch (float32; linear layers with biases and
         #: `STACKABLE_ACTIVATIONS` only), else None.
@@ -138,7 +138,7 @@ class MaskedActor:
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 raw = policy.action_net(self._latent(features))
             raw = raw.float()
-        return normalised_masked_logits(raw, masks, self._masked)
+        return normalised_masked_logits(raw, masks)
 
     def act(
         self,
@@ -232,21 +232,19 @@ class MaskedActor:
         return masks
 
 
-def normalised_masked_logits(raw: torch.Tensor, masks: torch.Tensor,
-                             masked: torch.Tensor) -> torch.Tensor:
+def normalised_masked_logits(raw: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """The masked distribution's log-probabilities from the action head's output, with
     SB3's two normalisations (module docstring).
 
     Args:
         raw: float32 (N, A), the action head's output.
         masks: bool (N, A), True where legal.
-        masked: float32 scalar tensor, `MASKED_LOGIT`.
 
     Returns:
         float32 (N, A).
     """
     logits = raw - raw.logsumexp(dim=1, keepdim=True)
-    logits = torch.where(masks, logits, masked)
+    logits = torch.where(masks, logits, _MASKED)
     return logits - logits.logsumexp(dim=1, keepdim=True)
 
 
@@ -293,14 +291,13 @@ class StackedActors:
 
     def __init__(self):
         self._actors: list[MaskedActor] = []
-        self._tensors: list[list[torch.Tensor]] = []  # kept alive: their ids stay theirs
+        self._linears: list[list[tuple[torch.Tensor, torch.Tensor]]] = []  # (weight, bias)
         self._versions: list[list[int]] = []
         self._last_used: list[int] = []
         self._calls = 0
-        self._layers: list[tuple[str, int | object]] = []
+        self._activations: list = []  # per layer: its function, or None for a linear one
         self._weights: list[torch.Tensor] = []  # per linear layer, float32 (S, in, out)
         self._biases: list[torch.Tensor] = []  # per linear layer, float32 (S, 1, out)
-        self._masked = torch.tensor(MASKED_LOGIT, dtype=torch.float32)
 
     def act(self, actors, members: np.ndarray, features: torch.Tensor,
             action_masks: np.ndarray) -> np.ndarray:
@@ -332,7 +329,7 @@ class StackedActors:
         slots = self._slots(actors)[members.astype(np.int64)]
         with torch.inference_mode():
             raw = self._raw_logits(slots, features)
-            logits = normalised_masked_logits(raw, torch.from_numpy(masks), self._masked)
+            logits = normalised_masked_logits(raw, torch.from_numpy(masks))
             return logits.argmax(dim=1).numpy()
 
     def _slots(self, actors) -> np.ndarray:
@@ -355,7 +352,7 @@ class StackedActors:
         """Whether the weights stacked for the actor at ``slot`` are unchanged (changed in
         place, as an optimizer step or ``load_state_dict`` does, bumps their versions;
         layers replaced by new modules are not looked for)."""
-        return [t._version for t in self._tensors[slot]] == self._versions[slot]
+        return _versions(self._linears[slot]) == self._versions[slot]
 
     def _build(self, actors) -> np.ndarray:
         """Stack ``actors`` and the actors used in the last `KEEP_CALLS` calls; returns
@@ -365,20 +362,17 @@ class StackedActors:
                   if used > self._calls - self.KEEP_CALLS and id(actor) not in wanted]
         self._actors = [*actors, *(actor for actor, _ in recent)]
         self._last_used = [0] * len(actors) + [used for _, used in recent]
-        self._tensors = [_stack_tensors(actor) for actor in self._actors]
-        self._versions = [[t._version for t in tensors] for tensors in self._tensors]
-        plan = _stack_plan(self._actors[0].policy)
-        self._layers, self._weights, self._biases = [], [], []
+        plans = [_stack_plan(actor.policy) for actor in self._actors]
+        self._linears = [[(layer.weight, layer.bias) for layer in plan
+                          if type(layer) is torch.nn.Linear] for plan in plans]
+        self._versions = [_versions(linears) for linears in self._linears]
+        self._activations = [None if type(layer) is torch.nn.Linear
+                             else STACKABLE_ACTIVATIONS[type(layer)] for layer in plans[0]]
         with torch.inference_mode():
-            for position, layer in enumerate(plan):
-                if type(layer) is torch.nn.Linear:
-                    per_actor = [_stack_plan(actor.policy)[position] for actor in self._actors]
-                    self._layers.append(("linear", len(self._weights)))
-                    self._weights.append(torch.stack([p.weight.t() for p in per_actor]).contiguous())
-                    self._biases.append(torch.stack([p.bias for p in per_actor])[:, None, :]
-                                        .contiguous())
-                else:
-                    self._layers.append(("activation", STACKABLE_ACTIVATIONS[type(layer)]))
+            self._weights = [torch.stack([weight.t() for weight, _ in layer]).contiguous()
+                             for layer in zip(*self._linears, strict=True)]
+            self._biases = [torch.stack([bias for _, bias in layer])[:, None, :].contiguous()
+                            for layer in zip(*self._linears, strict=True)]
         return np.arange(len(actors), dtype=np.int64)
 
     def _raw_logits(self, slots: np.ndarray, features: torch.Tensor) -> torch.Tensor:
@@ -394,18 +388,19 @@ class StackedActors:
         x = features.new_zeros((len(self._actors) * width, features.shape[1]))
         x[place] = features
         x = x.view(len(self._actors), width, -1)
-        for kind, what in self._layers:
-            if kind == "linear":
-                x = torch.baddbmm(self._biases[what], x, self._weights[what])
+        linears = zip(self._biases, self._weights, strict=True)
+        for activation in self._activations:
+            if activation is None:
+                bias, weight = next(linears)
+                x = torch.baddbmm(bias, x, weight)
             else:
-                x = what(x)
+                x = activation(x)
         return x.reshape(len(self._actors) * width, -1)[place]
 
 
-def _stack_tensors(actor: MaskedActor) -> list[torch.Tensor]:
-    """The weight and bias tensors of ``actor``'s linear layers, in order."""
-    return [tensor for layer in _stack_plan(actor.policy) or ()
-            if type(layer) is torch.nn.Linear for tensor in (layer.weight, layer.bias)]
+def _versions(linears: list[tuple[torch.Tensor, torch.Tensor]]) -> list[int]:
+    """The in-place version counters of the (weight, bias) pairs ``linears``, in order."""
+    return [tensor._version for pair in linears for tensor in pair]
 
 
 def _check_stackable(actors) -> None:

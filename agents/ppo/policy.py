@@ -94,8 +94,10 @@ class StackedActing:
     """
 
     def __init__(self, stack_key: tuple):
+        from agents.ppo.inference import StackedActors  # torch loads only with a policy
+
         self.key = ("ppo", stack_key)
-        self._stacked = None
+        self._stacked = StackedActors()
 
     def act_together(self, agents, members: np.ndarray, features,
                      action_masks: np.ndarray) -> np.ndarray:
@@ -108,10 +110,6 @@ class StackedActing:
             PolicyInputError: Masks that do not fit, or a row without a legal action.
         """
         if all(agent.deterministic for agent in agents):
-            if self._stacked is None:
-                from agents.ppo.inference import StackedActors
-
-                self._stacked = StackedActors()
             return self._stacked.act([agent.actor for agent in agents], members, features,
                                      action_masks)
         members = np.asarray(members)
