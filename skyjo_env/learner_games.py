@@ -385,23 +385,26 @@ class LearnerGames:
     # -------------------------------------------------------------- opponents
 
     def _register(self, agent: Any) -> int:
+        # keyed by identity; the agents list keeps every registered agent alive, so an id
+        # found here is that agent, already checked (a chooser hands the same agents back
+        # at every game start, and the protocol checks are slow)
+        index = self._index_of.get(id(agent))
+        if index is not None:
+            return index
         if not isinstance(agent, Agent):
             raise ValueError(
                 f"an opponent must follow the Agent protocol (name, act(observations, "
                 f"action_masks)), got {type(agent).__name__}"
             )
         _check_shared_features(agent)
-        # keyed by identity; the agents list keeps every registered agent alive
-        index = self._index_of.get(id(agent))
-        if index is None:
-            index = self._index_of[id(agent)] = len(self._agents)
-            self._agents.append(agent)
+        index = self._index_of[id(agent)] = len(self._agents)
+        self._agents.append(agent)
         return index
 
     def _seat_indices(self, choice: Any) -> np.ndarray:
         """Registry indices (P-1,) for one game's opponents, relative seat order."""
         others = self.num_players - 1
-        if isinstance(choice, Agent):
+        if id(choice) in self._index_of or isinstance(choice, Agent):
             return np.full(others, self._register(choice), np.int64)
         if isinstance(choice, Sequence) and not isinstance(choice, str):
             if len(choice) == 1:
