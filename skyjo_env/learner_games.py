@@ -70,7 +70,7 @@ def _check_hashable_key(agent: Any, offer: Any, what: str) -> None:
                          f"hashable key: {one_line(error)}") from None
 
 
-def _check_shared_features(agent: Any) -> None:
+def check_sharing_offers(agent: Any) -> None:
     """Raise ValueError if ``agent`` offers shared features or shared acting it cannot
     use (no ``act_on_features``, no ``act_together``, or a key that cannot be hashed).
     Shared acting without shared features is never used (`_acting_key`)."""
@@ -396,7 +396,7 @@ class LearnerGames:
                 f"an opponent must follow the Agent protocol (name, act(observations, "
                 f"action_masks)), got {type(agent).__name__}"
             )
-        _check_shared_features(agent)
+        check_sharing_offers(agent)
         index = self._index_of[id(agent)] = len(self._agents)
         self._agents.append(agent)
         return index
@@ -808,6 +808,7 @@ __all__ = [
     "Opponents",
     "agent_name",
     "check_learner_actions",
+    "check_sharing_offers",
     "collect_events",
     "gather_opponent_views",
     "learner_masks",

@@ -20,7 +20,7 @@ import numpy as np
 from skyjo_env.core import layout
 from skyjo_env.core.actions import Phase
 from skyjo_env.core.engine import BatchState
-from skyjo_env.learner_games import LearnerGames, agent_name, learner_masks
+from skyjo_env.learner_games import LearnerGames, agent_name, check_sharing_offers, learner_masks
 from skyjo_env.protocol import Agent
 
 _GAME_OVER = int(Phase.GAME_OVER)
@@ -309,7 +309,8 @@ def import_games(games: LearnerGames, meta: dict[str, Any], arrays: dict[str, np
             (version, rules, number of games, episode options), a missing array, one of
             the wrong type, shape or dtype, values the engine cannot hold (a seat, slot
             state, phase, pile size or card outside its range), masks that are not the
-            games' legal actions, or a name ``agent_for_key`` did not turn into an agent.
+            games' legal actions, or a name ``agent_for_key`` did not turn into an agent
+            (or turned into one offering shared features or acting it cannot use).
     """
     if not isinstance(meta, dict):
         raise ValueError(f"state meta must be a dict, got {type(meta).__name__}")
@@ -349,6 +350,8 @@ def import_games(games: LearnerGames, meta: dict[str, Any], arrays: dict[str, np
         if not isinstance(agent, Agent):
             raise ValueError(f"agent_for_key({key!r}) gave {type(agent).__name__}, not an "
                              f"Agent")
+        # as at registration: the games look restored agents up without checking again
+        check_sharing_offers(agent)
         agents.append(agent)
     # in place: the compiled helpers' argument tuples hold these very arrays
     for name in STATE_BATCH_FIELDS:

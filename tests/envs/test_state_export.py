@@ -154,6 +154,29 @@ def test_vec_env_import_state__other_rules_or_no_chooser_refused():
         fixed.import_state(meta, arrays, agents.__getitem__)
 
 
+class OffersFeaturesWithoutActing:
+    """Plays like ``random`` but offers shared features it cannot act from."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.name = "half"
+        self.shared_features = lambda observations: observations
+
+    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        return self.agent.act(observations, action_masks)
+
+
+def test_vec_env_import_state__opponent_offering_unusable_sharing_is_named_and_changes_nothing():
+    _, agents, meta, arrays, _ = _exported_mid_game(steps=5)
+    target = _env(agents, seed=3)
+    before = target.reset()
+    restored = {**agents, "random": OffersFeaturesWithoutActing(agents["random"])}
+    with pytest.raises(ValueError, match="opponent agent 'half' offers shared_features but no "
+                                         r"act_on_features\(features, action_masks\)"):
+        target.import_state(meta, arrays, restored.__getitem__)
+    np.testing.assert_array_equal(target.games.observe(), before)
+
+
 def test_vec_env_export_state__unnamed_opponent_refused():
     env = SkyjoVecEnv(2, rules=RULES, opponents=RandomAgent(0, name="mine"))
     with pytest.raises(ValueError, match="opponent agent 'mine' needs a name"):
