@@ -404,7 +404,9 @@ class LearnerGames:
     def _seat_indices(self, choice: Any) -> np.ndarray:
         """Registry indices (P-1,) for one game's opponents, relative seat order."""
         others = self.num_players - 1
-        if id(choice) in self._index_of or isinstance(choice, Agent):
+        # a plain list or tuple (what choosers return) has no act: no slow protocol check
+        plain_sequence = type(choice) in (list, tuple)
+        if not plain_sequence and (id(choice) in self._index_of or isinstance(choice, Agent)):
             return np.full(others, self._register(choice), np.int64)
         if isinstance(choice, Sequence) and not isinstance(choice, str):
             if len(choice) == 1:
