@@ -53,6 +53,32 @@ class PickAgent:
         )
 
 
+class RowKeys:
+    """Shared features: each observation row's `observation_key`, int64 (N,); records the
+    row count of every call (``fail``: raise instead)."""
+
+    def __init__(self, key: str = "row-keys", fail: bool = False):
+        self.key = key
+        self.fail = fail
+        self.calls: list[int] = []
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        if self.fail:
+            raise RuntimeError("boom")
+        self.calls.append(len(observations))
+        return np.array([observation_key(row) for row in observations], np.int64)
+
+
+class WithoutActOnFeatures:
+    """Offers shared features but cannot act from them."""
+
+    name = "half"
+    shared_features = RowKeys()
+
+    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        return np.argmax(action_masks, axis=1)
+
+
 def _rewards_of(event: int, round_scores, totals, game_bonus: bool) -> np.ndarray:
     """Every seat's reward for one step, from the one reward definition (`skyjo_env.rewards`)."""
     players = len(round_scores)

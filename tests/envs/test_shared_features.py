@@ -14,23 +14,7 @@ from skyjo_env.core.engine import IllegalActionError
 from skyjo_env.learner_games import OpponentError
 from skyjo_env.protocol import sample_legal
 
-from .helpers import PickAgent, observation_key, pick_by_key
-
-
-class RowKeys:
-    """Shared features: each observation row's `observation_key`, int64 (N,); records the
-    row count of every call (``fail``: raise instead)."""
-
-    def __init__(self, key: str = "row-keys", fail: bool = False):
-        self.key = key
-        self.fail = fail
-        self.calls: list[int] = []
-
-    def __call__(self, observations: np.ndarray) -> np.ndarray:
-        if self.fail:
-            raise RuntimeError("boom")
-        self.calls.append(len(observations))
-        return np.array([observation_key(row) for row in observations], np.int64)
+from .helpers import PickAgent, RowKeys, WithoutActOnFeatures, observation_key, pick_by_key
 
 
 class KeyedAgent:
@@ -120,16 +104,6 @@ def test_vec_env__failing_shared_features_are_named_then_steps_are_refused_until
     venv.reset()
     assert venv.games.failure is None
     assert venv.action_masks().any()
-
-
-class WithoutActOnFeatures:
-    """Offers shared features but cannot act from them."""
-
-    name = "half"
-    shared_features = RowKeys()
-
-    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        return np.argmax(action_masks, axis=1)
 
 
 def test_vec_env__an_agent_offering_shared_features_it_cannot_use_is_refused():

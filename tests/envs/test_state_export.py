@@ -16,6 +16,8 @@ from skyjo_env.core.rules import SkyjoRules
 from skyjo_env.protocol import sample_legal
 from skyjo_env.single_agent import SkyjoGymEnv
 
+from .helpers import WithoutActOnFeatures
+
 RULES = SkyjoRules(num_players=3, target_score=40)
 NUM_ENVS = 6
 
@@ -154,23 +156,11 @@ def test_vec_env_import_state__other_rules_or_no_chooser_refused():
         fixed.import_state(meta, arrays, agents.__getitem__)
 
 
-class OffersFeaturesWithoutActing:
-    """Plays like ``random`` but offers shared features it cannot act from."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.name = "half"
-        self.shared_features = lambda observations: observations
-
-    def act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        return self.agent.act(observations, action_masks)
-
-
 def test_vec_env_import_state__opponent_offering_unusable_sharing_is_named_and_changes_nothing():
     _, agents, meta, arrays, _ = _exported_mid_game(steps=5)
     target = _env(agents, seed=3)
     before = target.reset()
-    restored = {**agents, "random": OffersFeaturesWithoutActing(agents["random"])}
+    restored = {**agents, "random": WithoutActOnFeatures()}
     with pytest.raises(ValueError, match="opponent agent 'half' offers shared_features but no "
                                          r"act_on_features\(features, action_masks\)"):
         target.import_state(meta, arrays, restored.__getitem__)
