@@ -9,7 +9,12 @@ Prints the medians, their ratio, whether the two updates left the same weights (
 must: bit for bit), and the rollout's own collection time for scale (with the opponent
 pool of a fresh run: no snapshots yet, so faster than in a run's later stages).
 
-    python benchmarks/ppo_update.py [--repeats 5] [--quick]
+With ``--threads N`` it times the trainer's update instead on one torch thread vs N (the
+``torch_threads`` training key), from the same state, alternating, and says whether the
+weights came out equal (torch does not promise it across thread counts). Run it with
+nothing else on the cores: threads that share a core with another job slow both.
+
+    python benchmarks/ppo_update.py [--repeats 5] [--quick] [--threads N]
 """
 
 from __future__ import annotations
@@ -96,16 +101,54 @@ def _compare(name: str, settings: dict, repeats: int) -> None:
           f"same weights after the update: {'yes' if same else 'NO'}")
 
 
+def _compare_threads(name: str, settings: dict, repeats: int, threads: int) -> None:
+    """Print the trainer's update time on 1 torch thread vs ``threads``, side by side."""
+    with tempfile.TemporaryDirectory() as run_dir:
+        torch.set_num_threads(1)
+        model, rollout_seconds = _filled_model(settings, run_dir)
+        buffer = copy.deepcopy(model.rollout_buffer)
+        weights = copy.deepcopy(model.policy.state_dict())
+        optimizer = copy.deepcopy(model.policy.optimizer.state_dict())
+        counts = (1, threads)
+        times = {count: [] for count in counts}
+        left = {}
+        for _ in range(repeats):
+            for count in counts:
+                torch.set_num_threads(count)
+                seconds, left[count] = _timed_update(model, type(model).train, buffer,
+                                                     weights, optimizer)
+                times[count].append(seconds)
+        torch.set_num_threads(1)
+    same = all(torch.equal(left[1][k], left[threads][k]) for k in left[1])
+    medians = {count: statistics.median(seconds) for count, seconds in times.items()}
+    rows = model.n_steps * model.env.num_envs
+    print(f"{name}: {rows:,} rows, batch {model.batch_size}, {model.n_epochs} passes; "
+          f"collecting the rollout took {rollout_seconds:.2f} s (1 thread)")
+    for count in counts:
+        print(f"  {count} torch thread{'s' if count > 1 else ' '}  median {medians[count]:6.3f} s  "
+              + ", ".join(f"{t:.3f}" for t in times[count]))
+    print(f"  ratio 1 / {threads} threads: {medians[1] / medians[threads]:.2f}x; "
+          f"same weights after the update: {'yes' if same else 'no'}")
+
+
 def main() -> None:
     """Print the side-by-side medians per setting."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="2 repeats, 2-player only")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="time the trainer's update on 1 torch thread vs N instead")
     args = parser.parse_args()
+    if args.threads is not None and args.threads < 2:
+        parser.error(f"--threads must be at least 2 (it is compared with 1), got {args.threads}")
     torch.set_num_threads(1)
     settings = {"2p grid": SETTINGS["2p grid"]} if args.quick else SETTINGS
+    repeats = 2 if args.quick else args.repeats
     for name, keys in settings.items():
-        _compare(name, keys, 2 if args.quick else args.repeats)
+        if args.threads is None:
+            _compare(name, keys, repeats)
+        else:
+            _compare_threads(name, keys, repeats, args.threads)
 
 
 if __name__ == "__main__":
