@@ -74,59 +74,75 @@ def _timed_update(model, update, buffer, weights, optimizer) -> tuple[float, dic
     return seconds, {k: v.clone() for k, v in model.policy.state_dict().items()}
 
 
-def _compare(name: str, settings: dict, repeats: int) -> None:
-    from sb3_contrib import MaskablePPO
+def _time_ways(settings: dict, ways: dict, repeats: int):
+    """Fill one rollout, then time each way's update from the same saved state, alternating.
 
+    Args:
+        settings: TrainConfig keys of the run.
+        ways: label -> (update function, or None for the trainer's own; torch threads
+            to run it on).
+        repeats: Rounds of alternation.
+
+    Returns:
+        (model, rollout seconds on one thread, label -> list of seconds,
+        label -> the weights its last update left).
+    """
     with tempfile.TemporaryDirectory() as run_dir:
+        torch.set_num_threads(1)
         model, rollout_seconds = _filled_model(settings, run_dir)
         buffer = copy.deepcopy(model.rollout_buffer)
         weights = copy.deepcopy(model.policy.state_dict())
         optimizer = copy.deepcopy(model.policy.optimizer.state_dict())
-        times = {"once": [], "per minibatch": []}
-        ways = {"once": type(model).train, "per minibatch": MaskablePPO.train}
+        times = {label: [] for label in ways}
         left = {}
         for _ in range(repeats):
-            for way, update in ways.items():
-                seconds, left[way] = _timed_update(model, update, buffer, weights, optimizer)
-                times[way].append(seconds)
-    same = all(torch.equal(left["once"][k], left["per minibatch"][k]) for k in left["once"])
-    medians = {way: statistics.median(seconds) for way, seconds in times.items()}
+            for label, (update, threads) in ways.items():
+                torch.set_num_threads(threads)
+                seconds, left[label] = _timed_update(model, update or type(model).train,
+                                                     buffer, weights, optimizer)
+                times[label].append(seconds)
+        torch.set_num_threads(1)
+    return model, rollout_seconds, times, left
+
+
+def _same_weights(first: dict, second: dict) -> bool:
+    """Whether two state dicts hold equal tensors, bit for bit."""
+    return all(torch.equal(first[k], second[k]) for k in first)
+
+
+def _rollout_line(name: str, model, rollout_seconds: float) -> str:
+    """The setting's header: rows, batch, passes and the rollout's collection time."""
     rows = model.n_steps * model.env.num_envs
-    print(f"{name}: {rows:,} rows, batch {model.batch_size}, {model.n_epochs} passes; "
-          f"collecting the rollout took {rollout_seconds:.2f} s")
+    return (f"{name}: {rows:,} rows, batch {model.batch_size}, {model.n_epochs} passes; "
+            f"collecting the rollout took {rollout_seconds:.2f} s")
+
+
+def _compare(name: str, settings: dict, repeats: int) -> None:
+    """Print the update with features once per update vs once per minibatch and pass."""
+    from sb3_contrib import MaskablePPO
+
+    ways = {"once": (None, 1), "per minibatch": (MaskablePPO.train, 1)}
+    model, rollout_seconds, times, left = _time_ways(settings, ways, repeats)
+    medians = {way: statistics.median(seconds) for way, seconds in times.items()}
+    print(_rollout_line(name, model, rollout_seconds))
     for way in ways:
         print(f"  features {way:<14} median {medians[way]:6.3f} s  "
               + ", ".join(f"{t:.3f}" for t in times[way]))
+    same = _same_weights(left["once"], left["per minibatch"])
     print(f"  ratio per minibatch / once: {medians['per minibatch'] / medians['once']:.2f}x; "
           f"same weights after the update: {'yes' if same else 'NO'}")
 
 
 def _compare_threads(name: str, settings: dict, repeats: int, threads: int) -> None:
     """Print the trainer's update time on 1 torch thread vs ``threads``, side by side."""
-    with tempfile.TemporaryDirectory() as run_dir:
-        torch.set_num_threads(1)
-        model, rollout_seconds = _filled_model(settings, run_dir)
-        buffer = copy.deepcopy(model.rollout_buffer)
-        weights = copy.deepcopy(model.policy.state_dict())
-        optimizer = copy.deepcopy(model.policy.optimizer.state_dict())
-        counts = (1, threads)
-        times = {count: [] for count in counts}
-        left = {}
-        for _ in range(repeats):
-            for count in counts:
-                torch.set_num_threads(count)
-                seconds, left[count] = _timed_update(model, type(model).train, buffer,
-                                                     weights, optimizer)
-                times[count].append(seconds)
-        torch.set_num_threads(1)
-    same = all(torch.equal(left[1][k], left[threads][k]) for k in left[1])
+    ways = {1: (None, 1), threads: (None, threads)}
+    model, rollout_seconds, times, left = _time_ways(settings, ways, repeats)
     medians = {count: statistics.median(seconds) for count, seconds in times.items()}
-    rows = model.n_steps * model.env.num_envs
-    print(f"{name}: {rows:,} rows, batch {model.batch_size}, {model.n_epochs} passes; "
-          f"collecting the rollout took {rollout_seconds:.2f} s (1 thread)")
-    for count in counts:
+    print(_rollout_line(name, model, rollout_seconds) + " (1 thread)")
+    for count in ways:
         print(f"  {count} torch thread{'s' if count > 1 else ' '}  median {medians[count]:6.3f} s  "
               + ", ".join(f"{t:.3f}" for t in times[count]))
+    same = _same_weights(left[1], left[threads])
     print(f"  ratio 1 / {threads} threads: {medians[1] / medians[threads]:.2f}x; "
           f"same weights after the update: {'yes' if same else 'no'}")
 
