@@ -23,9 +23,11 @@ from skyjo_env.encoding import ObservationLayout
 
 
 def search_games(config: TrainConfig, rules: SkyjoRules, policy_path: Path, timesteps: int,
-                 should_stop: Callable[[], bool]) -> SearchGames | None:
+                 should_stop: Callable[[], bool],
+                 on_chunk_done: Callable[[int], None] | None = None) -> SearchGames | None:
     """``expert_games`` self-play games of ``expert_search`` over the policy saved at
-    ``policy_path``, played by ``data_workers``.
+    ``policy_path``, played by ``data_workers``; ``on_chunk_done`` is called with a chunk's
+    games as each chunk ends (progress: the games are most of a step's time).
 
     Returns:
         The games with the search's action values, or None when ``should_stop`` answered
@@ -48,6 +50,7 @@ def search_games(config: TrainConfig, rules: SkyjoRules, policy_path: Path, time
                 derived_seed(config.seed, SEED_EXPERT_TEACHER, timesteps),
                 gamma=config.gamma, workers=config.data_workers,
                 ray_address=config.ray_address, should_stop=should_stop,
+                on_chunk_done=on_chunk_done,
             )
     except ChunksStopped:
         return None

@@ -363,7 +363,8 @@ class Trainer:
         self._write_progress(f"[{timesteps:>10,} steps] expert iteration: "
                              f"{config.expert_games} games of {config.expert_search}")
         searched = search_games(config, self.rules, policy_path, timesteps,
-                                should_stop=lambda: self.stop_requested)
+                                should_stop=lambda: self.stop_requested,
+                                on_chunk_done=self._games_progress(timesteps, started))
         if searched is None:
             return None
         self.freeze_actor(False)  # a step during the value warm-up trains the actor too
@@ -391,6 +392,19 @@ class Trainer:
             parameter.requires_grad_(not frozen)
 
     # progress
+    def _games_progress(self, timesteps: int, started: float) -> Callable[[int], None]:
+        """A callback that writes how many of an expert step's search games are done (and
+        the seconds since ``started``) each time a chunk of them ends."""
+        done = 0
+
+        def chunk_done(games: int) -> None:
+            nonlocal done
+            done += games
+            self._write_progress(
+                f"[{timesteps:>10,} steps] expert games {done}/{self.config.expert_games}"
+                f" in {time.perf_counter() - started:.0f} s")
+        return chunk_done
+
     def _write_progress(self, line: str) -> None:
         """A line above the progress bar, or printed alone with ``log_lines``."""
         if self._bar is not None:

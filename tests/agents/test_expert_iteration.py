@@ -316,6 +316,25 @@ def test_trainer_expert_iteration__soft_targets_fit_the_searched_decisions(tmp_p
     assert any(not np.array_equal(a, b) for a, b in zip(before, after, strict=True))
 
 
+@pytest.mark.slow  # search games
+def test_trainer_expert_iteration__log_lines_count_the_search_games(tmp_path, capsys):
+    from agents.training.expert import EXPERT_CHUNK_GAMES
+    from agents.training.trainer import Trainer
+
+    games = EXPERT_CHUNK_GAMES + 2  # two chunks: a line as each ends
+    config = _tiny_config(expert_games=games, expert_value_fit=False, expert_epochs=1)
+    trainer = Trainer(prepare_start(config), tmp_path / "run", log_lines=True)
+    trainer.build_env()
+    trainer.model = trainer.build_model()
+    trainer.warm_start()
+    assert trainer.expert_iteration(1024) is not None
+    lines = [line for line in capsys.readouterr().out.splitlines() if "expert games" in line]
+    counts = [line.split("expert games ")[1].split(" in ")[0] for line in lines]
+    # data_workers 0: the chunks end in order, so the running count is known
+    assert counts == [f"{EXPERT_CHUNK_GAMES}/{games}", f"{games}/{games}"], lines
+    assert all(line.startswith("[     1,024 steps]") for line in lines), lines
+
+
 def test_trainer_expert_iteration__stop_request_leaves_the_network_alone(tmp_path):
     from agents.training.trainer import Trainer
 
