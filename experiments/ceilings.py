@@ -6,7 +6,8 @@ Two measured ceilings (issue #10 item 5):
   plain ``ev``. An agent that only reads the observation cannot beat that edge by playing
   better own-grid decisions alone, so the peeker's win rate bounds what "knowing your cards"
   is worth; the rest is the luck of the draw. 2 players (peeker vs ev) and 4 players
-  (peeker vs three ev).
+  (peeker vs three ev); ``--tables 7 8`` adds other table sizes, ``--opponent greedy``
+  seats ``greedy`` instead of ``ev`` in the other seats.
 - **search** (``--search``): ``search(samples=8):ev`` vs ``ev`` through the tournament play
   loop (`agents.evaluation.games.play_games`); slow (milliseconds per decision), so few
   games.
@@ -20,6 +21,7 @@ lowest total shares the win, a truncated game has no winner.
 Usage::
 
     python experiments/ceilings.py [--games 2000] [--games4 800] [--seed 0]
+                                  [--opponent ev|greedy] [--tables P ...] [--table-games 700]
                                   [--search] [--search-games 40]
 """
 
@@ -74,14 +76,19 @@ class Ceiling:
         )
 
 
-def play_peek_match(rules: SkyjoRules, games: int, seed: int, *, peek: bool = True):
-    """Full games of a peeking ev (agent 0) against ``P - 1`` plain ev (agents 1..P-1).
+def play_peek_match(rules: SkyjoRules, games: int, seed: int, *, peek: bool = True,
+                    opponent: str = "ev"):
+    """Full games of a peeking ev (agent 0) against ``P - 1`` ``opponent`` agents (agents
+    1..P-1).
 
     Args:
         rules: The rules (``rules.num_players`` agents).
         games: Games wanted, rounded up to whole deal groups of ``P`` rotations.
         seed: Master seed of the deals (`deal_seeds`).
-        peek: False makes agent 0 a plain ev too (a control: its win rate is then ~1/P).
+        peek: False makes agent 0 a plain ev (a control: against ev its win rate is then
+            ~1/P).
+        opponent: The other seats' agent spec, a deterministic heuristic (``ev``,
+            ``greedy``).
 
     Returns:
         ``(totals, truncated)``: int64 (G, P) final totals by agent position, bool (G,);
@@ -96,7 +103,7 @@ def play_peek_match(rules: SkyjoRules, games: int, seed: int, *, peek: bool = Tr
     rotation = np.arange(num_games) % players
     # agent i sits at seat (i + r) % P, so seat s holds agent (s - r) % P
     seat_owner = (np.arange(players)[None, :] - rotation[:, None]) % players
-    peeker, others = EVAgent(rules, name="peek-ev"), EVAgent(rules)
+    peeker, others = EVAgent(rules, name="peek-ev"), make_agent(opponent, rules, seed)
     encoder = ObservationEncoder(rules)
     games_index = np.arange(num_games)
     while not state.all_over:
@@ -133,14 +140,16 @@ def summarize(label: str, totals: np.ndarray, truncated: np.ndarray, seconds: fl
     return Ceiling(label, totals.shape[0], rate, low, high, margin, int(truncated.sum()), seconds)
 
 
-def peek_ceiling(players: int, games: int, seed: int, peek: bool = True) -> Ceiling:
-    """Peeking ev (or, ``peek`` False, plain ev) vs ``players - 1`` ev under official rules."""
+def peek_ceiling(players: int, games: int, seed: int, peek: bool = True,
+                 opponent: str = "ev") -> Ceiling:
+    """Peeking ev (or, ``peek`` False, plain ev) vs ``players - 1`` ``opponent`` under
+    official rules."""
     rules = SkyjoRules(num_players=players)
     started = time.perf_counter()
-    totals, truncated = play_peek_match(rules, games, seed, peek=peek)
+    totals, truncated = play_peek_match(rules, games, seed, peek=peek, opponent=opponent)
     name = "peek-ev" if peek else "ev (control)"
-    return summarize(f"{name} vs {players - 1}x ev ({players} players)", totals, truncated,
-                     time.perf_counter() - started)
+    return summarize(f"{name} vs {players - 1}x {opponent} ({players} players)", totals,
+                     truncated, time.perf_counter() - started)
 
 
 def search_ceiling(games: int, seed: int, samples: int = 8) -> Ceiling:
@@ -157,6 +166,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--games", type=int, default=2000, help="2-player peek games")
     parser.add_argument("--games4", type=int, default=800, help="4-player peek games (0: skip)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--opponent", choices=["ev", "greedy"], default="ev",
+                        help="the agent in the other seats of the peek matches")
+    parser.add_argument("--tables", type=int, nargs="*", default=[], metavar="P",
+                        choices=range(2, 9), help="more table sizes for peek matches (2-8)")
+    parser.add_argument("--table-games", type=int, default=700,
+                        help="peek games at each of --tables")
     parser.add_argument("--control", action="store_true",
                         help="also play ev vs ev in the same loop (should give ~1/P)")
     parser.add_argument("--search", action="store_true", help="also measure search vs ev")
@@ -165,14 +180,22 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     print(f"machine load before: {load_average()}")
-    results = [peek_ceiling(2, args.games, args.seed)]
+    opponent = args.opponent
+    results = [peek_ceiling(2, args.games, args.seed, opponent=opponent)]
     print(results[-1].line(), flush=True)
     if args.control:
-        results.append(peek_ceiling(2, args.games, args.seed, peek=False))
+        results.append(peek_ceiling(2, args.games, args.seed, peek=False, opponent=opponent))
         print(results[-1].line(), flush=True)
     if args.games4 > 0:
-        results.append(peek_ceiling(4, args.games4, args.seed))
+        results.append(peek_ceiling(4, args.games4, args.seed, opponent=opponent))
         print(results[-1].line(), flush=True)
+    for players in args.tables:
+        results.append(peek_ceiling(players, args.table_games, args.seed, opponent=opponent))
+        print(results[-1].line(), flush=True)
+        if args.control:
+            results.append(peek_ceiling(players, args.table_games, args.seed, peek=False,
+                                        opponent=opponent))
+            print(results[-1].line(), flush=True)
     if args.search:
         spec = f"search(samples={args.search_samples}):ev"
         print(f"  equivalent: python evaluate.py --agents '{spec}' ev "
@@ -182,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine load after: {load_average()}")
     print("(peek has no evaluate.py equivalent: the agent needs the true grid, which only "
           "this loop hands it; the same deals and rotations as "
-          f"'python evaluate.py --agents ev ev --games {args.games} --seed {args.seed}')")
+          f"'python evaluate.py --agents ev {opponent} --games {args.games} --seed {args.seed}')")
 
 
 if __name__ == "__main__":

@@ -156,3 +156,19 @@ def test_play_peek_match__four_players_vs_three_ev(ceilings):
     assert not np.array_equal(totals, control)  # the peek changed agent 0's play
     ceiling = ceilings.summarize("x", totals, truncated, seconds=0.0)
     assert ceiling.games == 4 and 0.0 <= ceiling.low <= ceiling.win_rate <= ceiling.high <= 1.0
+
+
+def test_play_peek_match__control_with_greedy_equals_the_tournament_games(ceilings):
+    from agents.evaluation.games import play_games
+    from agents.registry import make_agent
+
+    rules = SkyjoRules(num_players=3)
+    totals, truncated = ceilings.play_peek_match(rules, 6, seed=4, peek=False,
+                                                 opponent="greedy")
+    specs = ["ev", "greedy", "greedy"]
+    records, _ = play_games([make_agent(s, rules, 4) for s in specs], rules, 6, 4, specs=specs)
+    # the same deals, rotations and agents as evaluate.py --agents ev greedy greedy
+    np.testing.assert_array_equal(totals, records.total)
+    np.testing.assert_array_equal(truncated, records.truncated)
+    peeked, _ = ceilings.play_peek_match(rules, 6, seed=4, opponent="greedy")
+    assert not np.array_equal(peeked, totals)  # the peek changed agent 0's play
