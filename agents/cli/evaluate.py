@@ -309,7 +309,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         with sigterm_as_ctrl_c():
             return _run(args)
     except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+        return _fail(_interrupted_message(args), EXIT_INTERRUPTED)
+
+
+def _interrupted_message(args: argparse.Namespace) -> str:
+    """What a Ctrl-C or SIGTERM left: with ``--resume``, where the finished chunks are and
+    that the same command goes on from them."""
+    if args.resume is None:
+        return "interrupted"
+    return (f"interrupted; the chunks finished so far stay in {args.resume}: the same "
+            "command plays the rest")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -384,6 +384,22 @@ def test_main__ctrl_c_exits_130_without_traceback(capsys, monkeypatch):
     assert capsys.readouterr().err == "evaluate: error: interrupted\n"
 
 
+def test_main__ctrl_c_with_resume_says_the_same_command_goes_on(tmp_path, capsys,
+                                                                monkeypatch):
+    import agents.cli.evaluate as evaluate
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "evaluate_agents_distributed", interrupted)
+    chunks = tmp_path / "chunks"
+    assert main(["--agents", "ev", "ev", "--workers", "1", "--resume", str(chunks),
+                 "--no-progress"]) == 130
+    assert capsys.readouterr().err == (
+        f"evaluate: error: interrupted; the chunks finished so far stay in {chunks}: the "
+        "same command plays the rest\n")
+
+
 def test_main__truncated_games_reported_as_no_win(tmp_path, capsys):
     rules_file = tmp_path / "capped.yaml"
     rules_file.write_text("max_turns_per_round: 5\n")
