@@ -152,6 +152,16 @@ def peek_ceiling(players: int, games: int, seed: int, peek: bool = True,
                      truncated, time.perf_counter() - started)
 
 
+def print_peek_ceilings(players: int, games: int, seed: int, opponent: str,
+                        control: bool) -> None:
+    """Print the `peek_ceiling` line at ``players`` seats, and with ``control`` the plain-ev
+    line on the same deals after it."""
+    print(peek_ceiling(players, games, seed, opponent=opponent).line(), flush=True)
+    if control:
+        print(peek_ceiling(players, games, seed, peek=False, opponent=opponent).line(),
+              flush=True)
+
+
 def search_ceiling(games: int, seed: int, samples: int = 8) -> Ceiling:
     """``search(samples=N):ev`` vs ``ev`` (2 players) through the tournament play loop."""
     rules = SkyjoRules(num_players=2)
@@ -181,27 +191,17 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"machine load before: {load_average()}")
     opponent = args.opponent
-    results = [peek_ceiling(2, args.games, args.seed, opponent=opponent)]
-    print(results[-1].line(), flush=True)
-    if args.control:
-        results.append(peek_ceiling(2, args.games, args.seed, peek=False, opponent=opponent))
-        print(results[-1].line(), flush=True)
+    print_peek_ceilings(2, args.games, args.seed, opponent, args.control)
     if args.games4 > 0:
-        results.append(peek_ceiling(4, args.games4, args.seed, opponent=opponent))
-        print(results[-1].line(), flush=True)
+        print_peek_ceilings(4, args.games4, args.seed, opponent, control=False)
     for players in args.tables:
-        results.append(peek_ceiling(players, args.table_games, args.seed, opponent=opponent))
-        print(results[-1].line(), flush=True)
-        if args.control:
-            results.append(peek_ceiling(players, args.table_games, args.seed, peek=False,
-                                        opponent=opponent))
-            print(results[-1].line(), flush=True)
+        print_peek_ceilings(players, args.table_games, args.seed, opponent, args.control)
     if args.search:
         spec = f"search(samples={args.search_samples}):ev"
         print(f"  equivalent: python evaluate.py --agents '{spec}' ev "
               f"--games {args.search_games} --seed {args.seed}")
-        results.append(search_ceiling(args.search_games, args.seed, args.search_samples))
-        print(results[-1].line(), flush=True)
+        print(search_ceiling(args.search_games, args.seed, args.search_samples).line(),
+              flush=True)
     print(f"machine load after: {load_average()}")
     print("(peek has no evaluate.py equivalent: the agent needs the true grid, which only "
           "this loop hands it; the same deals and rotations as "
