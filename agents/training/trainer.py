@@ -106,6 +106,7 @@ from agents.training.warm_start import (
     WarmStartInterrupted,
     imitation_warm_start,
     start_from_network,
+    stops_raised_in_finalizers_kept_quiet,
 )
 from skyjo_env.encoding import ObservationLayout
 
@@ -329,7 +330,8 @@ class Trainer:
         elif self.config.imitation_games > 0:
             self._in_warm_start = True
             try:
-                self.warm_start()
+                with stops_raised_in_finalizers_kept_quiet():
+                    self.warm_start()
             except KeyboardInterrupt as error:  # Ctrl-C inside a non-Python call
                 raise WarmStartInterrupted.by("SIGINT") from error
             finally:

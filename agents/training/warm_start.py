@@ -4,8 +4,10 @@ grown into the config's when smaller) or a clone of the imitation teacher's move
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,29 @@ class WarmStartInterrupted(CheckpointError):
         return cls(f"training stopped by {signal_name} during the imitation warm start, before "
                    "its first checkpoint: nothing was saved and there is nothing to resume; "
                    "start the run again without --resume")
+
+
+@contextmanager
+def stops_raised_in_finalizers_kept_quiet() -> Iterator[None]:
+    """While inside, a `WarmStartInterrupted` raised where Python cannot pass it on (the
+    stop handler running inside a ``__del__``, e.g. llvmlite's while numba compiles) is
+    dropped silently instead of printed as "Exception ignored in ..." with a traceback.
+
+    The stop is not lost: the handler records its signal first, and the warm start checks
+    that record between chunks and epochs. Any other such exception goes to the hook that
+    was there before.
+    """
+    previous_hook = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, WarmStartInterrupted):
+            previous_hook(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous_hook
 
 
 def start_from_network(policy, path: str | Path, metadata: dict[str, Any], progress: bool) -> None:

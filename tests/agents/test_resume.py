@@ -199,6 +199,61 @@ def test_train__a_stop_whose_exception_was_swallowed_still_ends_the_warm_start(
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
+def test_train__a_stop_landing_in_a_finalizer_ends_the_warm_start_without_a_traceback(
+        tmp_path, monkeypatch):
+    # the handler's exception raised inside a __del__ (llvmlite's, while numba compiles)
+    # cannot propagate: Python would print "Exception ignored in ..." and a traceback
+    import agents.training.imitation as imitation
+    from agents.training.warm_start import WarmStartInterrupted
+
+    real_chunk = imitation.demonstration_chunk
+
+    class SignalledWhileFinalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1.0)  # the handler runs and raises here
+
+    def chunk_with_a_finalizer(*args):
+        SignalledWhileFinalized()  # dropped at once: its __del__ runs here
+        return real_chunk(*args)
+
+    monkeypatch.setattr(imitation, "demonstration_chunk", chunk_with_a_finalizer)
+    # what Python would print as "Exception ignored in ..." (pytest's own hook would turn it
+    # into a warning instead)
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)
+    config = TrainConfig(**{**RESUMABLE, "imitation_games": 3 * imitation.DEMONSTRATION_CHUNK_GAMES})
+    with pytest.raises(WarmStartInterrupted, match="stopped by SIGTERM during the imitation warm"):
+        train(config, tmp_path / "run")
+    assert printed == []
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_stops_raised_in_finalizers_kept_quiet__other_exceptions_still_reach_the_old_hook(
+        monkeypatch):
+    from agents.training.warm_start import (
+        WarmStartInterrupted,
+        stops_raised_in_finalizers_kept_quiet,
+    )
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reported.append(
+        type(unraisable.exc_value)))
+
+    class Raising:
+        def __init__(self, error):
+            self.error = error
+
+        def __del__(self):
+            raise self.error
+
+    with stops_raised_in_finalizers_kept_quiet():
+        Raising(WarmStartInterrupted.by("SIGTERM"))
+        Raising(ValueError("a real bug"))
+    Raising(WarmStartInterrupted.by("SIGINT"))  # outside: reported as before
+    assert reported == [ValueError, WarmStartInterrupted]
+
+
 def test_trainer_restore__a_checkpoint_without_training_state_is_a_clear_error(tmp_path):
     from agents.training.trainer import Trainer
 
