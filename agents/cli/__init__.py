@@ -1,6 +1,7 @@
 """Command lines: ``skyjo-evaluate`` (`evaluate`), ``skyjo-train`` (`train`) and
 ``skyjo-play`` (`play`); each parses its arguments and calls one library function."""
 
+import _thread
 import functools
 import os
 import select
@@ -16,6 +17,11 @@ EXIT_INTERRUPTED = 130
 #: Exit code when the reader of standard output went away (128 + SIGPIPE), as a shell
 #: reports a writer that a pipe's closed end stopped (``skyjo-compare ... | head``).
 EXIT_BROKEN_PIPE = 141
+
+#: How long after a Ctrl-C lost in a finalizer it is sent again
+#: (`interrupts_kept_from_finalizers`): time enough for the main thread to leave the hook
+#: that noticed it.
+REDELIVERY_DELAY_SECONDS = 0.05
 
 
 def silence_closed_stdout() -> None:
@@ -89,3 +95,33 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def interrupts_kept_from_finalizers() -> Iterator[None]:
+    """Within the block, a Ctrl-C whose ``KeyboardInterrupt`` was raised inside a finalizer
+    is delivered again instead of lost.
+
+    Python cannot pass on an exception raised in a ``__del__`` (Ray's ``ObjectRef.__del__``
+    runs often between chunks): it would print "Exception ignored in ..." with a traceback
+    and the command would go on as if no key had been pressed. Here the main thread gets the
+    interrupt once more (`_thread.interrupt_main`), so the command stops as on any other
+    Ctrl-C (or SIGTERM under `sigterm_as_ctrl_c`). Other exceptions raised in finalizers go
+    to the hook that was there before.
+    """
+    previous_hook = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if (isinstance(unraisable.exc_value, KeyboardInterrupt)
+                and threading.current_thread() is threading.main_thread()):
+            # from another thread, a moment later: sent from here, the interrupt would be
+            # raised inside this hook, where it would be lost again
+            threading.Timer(REDELIVERY_DELAY_SECONDS, _thread.interrupt_main).start()
+        else:
+            previous_hook(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous_hook

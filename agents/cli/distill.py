@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
+from agents.cli import EXIT_INTERRUPTED, interrupts_kept_from_finalizers, quiet_on_closed_stdout
 from agents.ppo.checkpoint import CheckpointError, read_metadata
 from agents.registry import AgentSpecError, search_settings
 from agents.training.config import TrainConfig
@@ -187,6 +187,7 @@ def evaluate_command(network: Path) -> str:
 
 
 @quiet_on_closed_stdout
+@interrupts_kept_from_finalizers()
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (2: bad input, 130: Ctrl-C)."""
     import torch

@@ -35,6 +35,7 @@ from pathlib import Path
 from agents.cli import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
+    interrupts_kept_from_finalizers,
     quiet_on_closed_stdout,
     sigterm_as_ctrl_c,
     silence_closed_stdout,
@@ -306,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse has printed its message already
         return int(exit_.code or 0)
     try:
-        with sigterm_as_ctrl_c():
+        with sigterm_as_ctrl_c(), interrupts_kept_from_finalizers():
             return _run(args)
     except KeyboardInterrupt:
         return _fail(_interrupted_message(args), EXIT_INTERRUPTED)
