@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from agents.finalizers import finalizer_exceptions_handled
+
 #: Exit code after Ctrl-C (128 + SIGINT), as a shell reports it; every command uses it.
 EXIT_INTERRUPTED = 130
 
@@ -97,31 +99,24 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-@contextmanager
-def interrupts_kept_from_finalizers() -> Iterator[None]:
-    """Within the block, a Ctrl-C whose ``KeyboardInterrupt`` was raised inside a finalizer
-    is delivered again instead of lost.
+def interrupts_kept_from_finalizers():
+    """A context (or decorator) in which a Ctrl-C whose ``KeyboardInterrupt`` was raised
+    inside a finalizer is delivered again instead of lost.
 
     Python cannot pass on an exception raised in a ``__del__`` (Ray's ``ObjectRef.__del__``
     runs often between chunks): it would print "Exception ignored in ..." with a traceback
     and the command would go on as if no key had been pressed. Here the main thread gets the
     interrupt once more (`_thread.interrupt_main`), so the command stops as on any other
     Ctrl-C (or SIGTERM under `sigterm_as_ctrl_c`). Other exceptions raised in finalizers go
-    to the hook that was there before.
+    to the hook that was there before (`agents.finalizers.finalizer_exceptions_handled`).
     """
-    previous_hook = sys.unraisablehook
 
-    def hook(unraisable) -> None:
-        if (isinstance(unraisable.exc_value, KeyboardInterrupt)
-                and threading.current_thread() is threading.main_thread()):
-            # from another thread, a moment later: sent from here, the interrupt would be
-            # raised inside this hook, where it would be lost again
-            threading.Timer(REDELIVERY_DELAY_SECONDS, _thread.interrupt_main).start()
-        else:
-            previous_hook(unraisable)
+    def send_again(exception: BaseException) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        # from another thread, a moment later: sent from here, the interrupt would be
+        # raised inside the hook that called this, where it would be lost again
+        threading.Timer(REDELIVERY_DELAY_SECONDS, _thread.interrupt_main).start()
+        return True
 
-    sys.unraisablehook = hook
-    try:
-        yield
-    finally:
-        sys.unraisablehook = previous_hook
+    return finalizer_exceptions_handled(KeyboardInterrupt, send_again)

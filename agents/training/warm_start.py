@@ -4,13 +4,12 @@ grown into the config's when smaller) or a clone of the imitation teacher's move
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agents.finalizers import finalizer_exceptions_handled
 from agents.parallel import ChunksStopped
 from agents.ppo.checkpoint import CheckpointError, load_policy_weights
 from agents.training.config import TrainConfig, TrainConfigError
@@ -43,27 +42,16 @@ class WarmStartInterrupted(CheckpointError):
                    "start the run again without --resume")
 
 
-@contextmanager
-def stops_raised_in_finalizers_kept_quiet() -> Iterator[None]:
-    """While inside, a `WarmStartInterrupted` raised where Python cannot pass it on (the
+def stops_raised_in_finalizers_kept_quiet():
+    """A context in which a `WarmStartInterrupted` raised where Python cannot pass it on (the
     stop handler running inside a ``__del__``, e.g. llvmlite's while numba compiles) is
     dropped silently instead of printed as "Exception ignored in ..." with a traceback.
 
     The stop is not lost: the handler records its signal first, and the warm start checks
     that record between chunks and epochs. Any other such exception goes to the hook that
-    was there before.
+    was there before (`agents.finalizers.finalizer_exceptions_handled`).
     """
-    previous_hook = sys.unraisablehook
-
-    def hook(unraisable) -> None:
-        if not isinstance(unraisable.exc_value, WarmStartInterrupted):
-            previous_hook(unraisable)
-
-    sys.unraisablehook = hook
-    try:
-        yield
-    finally:
-        sys.unraisablehook = previous_hook
+    return finalizer_exceptions_handled(WarmStartInterrupted, lambda exception: True)
 
 
 def start_from_network(policy, path: str | Path, metadata: dict[str, Any], progress: bool) -> None:
