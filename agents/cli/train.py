@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agents.cli import EXIT_INTERRUPTED, quiet_on_closed_stdout
+from agents.cli import EXIT_INTERRUPTED, interrupts_kept_from_finalizers, quiet_on_closed_stdout
 from agents.ppo.checkpoint import CheckpointError
 from agents.registry import AgentSpecError
 from agents.training.config import TrainConfigError, load_train_config
@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             stage_start = check_stage_start(args.from_stage, config)
             seed_run_dir(stage_start, run_dir)
             print(describe(stage_start), flush=True)
-        summary = run_training(start, run_dir, log_lines=args.no_progress)
+        # the second Ctrl-C (stop at once) may land inside Ray's or llvmlite's __del__
+        with interrupts_kept_from_finalizers():
+            summary = run_training(start, run_dir, log_lines=args.no_progress)
     except WarmStartInterrupted as error:  # a polite stop before the first checkpoint
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INTERRUPTED

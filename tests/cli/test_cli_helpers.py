@@ -109,3 +109,14 @@ def test_distill_main__ctrl_c_inside_a_finalizer_exits_130_in_one_line(tmp_path,
                            str(tmp_path / "fitted.zip"), "--games", "2", "--no-progress"])
     assert status == 130
     assert capsys.readouterr().err == "skyjo-distill: interrupted; no step finished\n"
+
+
+def test_train_main__ctrl_c_inside_a_finalizer_exits_130_in_one_line(tmp_path, monkeypatch,
+                                                                     capsys):
+    """The trainer's second Ctrl-C (stop at once) raised inside a finalizer still stops."""
+    import agents.cli.train as train
+
+    monkeypatch.setattr(train, "run_training", lambda *args, **kwargs: _work_after_a_finalizer())
+    status = train.main(["--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert status == 130
+    assert capsys.readouterr().err.startswith("error: interrupted before training finished; ")
