@@ -187,6 +187,13 @@ class TrainConfig(BaseModel):
     evaluated; with ``self`` each seat still draws its own snapshot). A stage may change it."""
     max_snapshots: int = Field(8, ge=1, le=MAX_SNAPSHOTS)
     """Most frozen learner snapshots kept in the opponent pool (oldest dropped)."""
+    fresh_pool: bool = False
+    """Start the stage with an empty opponent pool, as a new run from a saved network
+    does: the previous stages' snapshots leave (``self`` seats play the heuristics until
+    one joins) and the bar for a new snapshot starts again, so the first of this stage's
+    evaluations that reaches ``snapshot_min_score`` adds one. Snapshots of an earlier,
+    weaker network (or one with other inputs, which cannot share a stacked forward pass)
+    stop being opponents. No effect on a run's first stage (its pool starts empty)."""
     snapshot_min_score: float = Field(0.3, ge=0, le=1)
     """Evaluation score (mean win rate vs eval_opponents) a new best must reach before it
     joins the pool: weak early policies would only teach the learner to beat weak play."""

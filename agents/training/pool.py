@@ -41,6 +41,12 @@ class OpponentPool:
         if hasattr(self, "snapshots"):
             del self.snapshots[: -self.max_snapshots]
 
+    def drop_snapshots(self) -> None:
+        """Leave no snapshot in the pool (a stage with ``fresh_pool``): new games draw
+        ``self`` seats from the heuristics until one is added; games under way keep the
+        opponents they drew."""
+        self.snapshots.clear()
+
     def add_snapshot(self, agent: PPOAgent) -> None:
         """Add a frozen learner copy, dropping the oldest beyond ``max_snapshots``."""
         self.snapshots.append(agent)

@@ -663,9 +663,13 @@ class Trainer:
     def _next_stage(self, timesteps: int) -> None:
         """Start the next stage at ``timesteps``: a fresh MaskablePPO of its config with
         the previous network grown into it, the step count, last observations, episode
-        infos and logger carried over, its schedules counted from its start."""
+        infos and logger carried over, its schedules counted from its start; with
+        ``fresh_pool``, an empty opponent pool."""
         previous = self.model
         self._enter_stage(self.stage + 1, timesteps)
+        if self.config.fresh_pool:
+            self.pool.drop_snapshots()
+            self.best_pool_score = -math.inf
         self.model = model = self.build_model()
         grown = widened_state(previous.policy.state_dict(), model.policy.state_dict())
         model.policy.load_state_dict(grown)

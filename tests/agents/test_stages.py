@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # stage 1: 2 rollouts of 16 x 64 steps from a short warm start; stage 2: the network grown
 # to the feeding inputs and a wider first layer, another learning rate, opponent mix and
-# evaluation opponent, expert iteration at 3072 and 4096, checkpoints every rollout
+# evaluation opponent, an empty opponent pool, expert iteration at 3072 and 4096,
+# checkpoints every rollout
 STAGED = dict(
     n_envs=16,
     n_steps=64,
@@ -46,7 +47,7 @@ STAGED = dict(
         {"name": "grid", "total_timesteps": 2048},
         {"name": "feeding", "total_timesteps": 3072, "features": "grid_feeding",
          "net_arch": [48, 32], "learning_rate": 1e-4, "learning_rate_final": 5e-5,
-         "opponent_mix": {"ev": 0.5, "self": 0.5}, "eval_opponents": ["ev"],
+         "opponent_mix": {"ev": 0.5, "self": 0.5}, "eval_opponents": ["ev"], "fresh_pool": True,
          "checkpoint_interval": 1024, "expert_interval": 1024, "expert_games": 2,
          "expert_search": "search(samples=2,depth=2)"},
     ],
@@ -85,6 +86,17 @@ def test_staged_run__trains_every_stage_in_one_run_directory(whole):
     stage2_rates = [value for step, value in by_tag["train/learning_rate"] if step > 2048]
     assert max(stage2_rates) <= 1e-4 + 1e-12 and min(stage2_rates) >= 5e-5 - 1e-12
     assert [step for step, _ in by_tag["expert/agreement_after"]] == [4096, 5120]
+
+
+@pytest.mark.slow
+def test_staged_run__fresh_pool_drops_the_earlier_stages_snapshots(whole):
+    # snapshot_min_score 0: every new best joins, the first evaluation of a stage included
+    at_boundary = read_metadata(whole / "checkpoints" / "stage_1.zip")["snapshots"]
+    assert at_boundary and all(int(name.split("_")[1]) <= 2048 for name in at_boundary)
+    last = read_metadata(whole / "checkpoints" / "last.zip")["snapshots"]
+    assert last, "stage 2's first evaluation adds a snapshot again"
+    assert all(int(name.split("_")[1]) > 2048 for name in last), last
+    assert "snapshot_000000003072" in last
 
 
 def _kill_when(process: subprocess.Popen, run_dir: Path, stage_number: int) -> int:
