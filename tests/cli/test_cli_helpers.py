@@ -50,6 +50,16 @@ def test_quiet_on_closed_stdout__a_gone_reader_gives_141(monkeypatch):
     assert silenced == [True]
 
 
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt in these tests even when the suite runs with it
+    ignored (started as a background job, e.g. ``nohup make test &``), as Python's own
+    handler does in a foreground process."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class _CtrlCWhileFinalized:
     """An object whose finalizer is running when Ctrl-C arrives (as Ray's
     ``ObjectRef.__del__`` can be): the ``KeyboardInterrupt`` is raised inside ``__del__``."""
