@@ -14,6 +14,7 @@ import torch
 import yaml
 from checkpoint_edits import edit_metadata, edit_state
 from run_logs import evaluations, scalars
+from small_runs import WARM_STARTED_RUN
 
 from agents.cli.train import main as train_main
 from agents.ppo.checkpoint import load_policy, read_metadata
@@ -24,20 +25,10 @@ from agents.training.trainer import train
 ROOT = Path(__file__).resolve().parents[2]
 
 BASE = dict(
-    n_envs=16,
-    n_steps=64,
-    batch_size=512,
-    n_epochs=1,
-    eval_interval=1024,
-    eval_games=4,
+    WARM_STARTED_RUN,
     checkpoint_interval=1024,
-    net_arch=[32, 32],
-    imitation_games=20,
-    imitation_epochs=1,
     value_warmup_rollouts=1,
-    snapshot_min_score=0.0,
     eval_opponents=["greedy"],
-    progress=False,
 )
 GRID = {"name": "grid", "total_timesteps": 2048}
 # 2000 steps: its last rollout (1024 steps each) overshoots them, to 4096

@@ -25,6 +25,7 @@ from checkpoint_edits import (
     train_tiny_run,
 )
 from run_logs import evaluations, scalars
+from small_runs import WARM_STARTED_RUN
 
 from agents.ppo.checkpoint import CheckpointError, load_policy, read_metadata
 from agents.training.budgets import MAX_DATA_GAMES
@@ -40,19 +41,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # snapshots from the first evaluation on (so "self" opponents play from the start), and an
 # expert-iteration step at 3072 (between the checkpoints: a kill after it replays it)
 RESUMABLE = dict(
+    WARM_STARTED_RUN,
     total_timesteps=6144,
-    n_envs=16,
-    n_steps=64,
-    batch_size=512,
-    n_epochs=1,
-    eval_interval=1024,
-    eval_games=4,
     checkpoint_interval=2048,
-    net_arch=[32, 32],
-    imitation_games=20,
-    imitation_epochs=1,
     value_warmup_rollouts=3,
-    snapshot_min_score=0.0,
     expert_interval=3072,
     expert_games=2,
     expert_search=("search(samples=2,depth=2,leaf=margin,top_actions=all,confidence_z=2,"

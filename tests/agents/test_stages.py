@@ -17,6 +17,7 @@ import pytest
 import torch
 import yaml
 from run_logs import evaluations, scalars
+from small_runs import WARM_STARTED_RUN
 
 from agents.ppo.checkpoint import load_policy, read_metadata
 from agents.training.config import TrainConfig
@@ -29,20 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # evaluation opponent, an empty opponent pool, expert iteration at 3072 and 4096,
 # checkpoints every rollout
 STAGED = dict(
-    n_envs=16,
-    n_steps=64,
-    batch_size=512,
-    n_epochs=1,
-    eval_interval=1024,
-    eval_games=4,
+    WARM_STARTED_RUN,
     checkpoint_interval=2048,
-    net_arch=[32, 32],
-    imitation_games=20,
-    imitation_epochs=1,
     value_warmup_rollouts=1,
-    snapshot_min_score=0.0,
     eval_opponents=["greedy"],
-    progress=False,
     stages=[
         {"name": "grid", "total_timesteps": 2048},
         {"name": "feeding", "total_timesteps": 3072, "features": "grid_feeding",

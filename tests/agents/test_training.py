@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from small_runs import SMALL_RUN
 
 from agents.cli.evaluate import main as evaluate_main
 from agents.evaluation.tournament import play_tournament
@@ -23,18 +24,7 @@ from skyjo_env.encoding import OBSERVATION_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TINY = dict(
-    total_timesteps=2048,
-    n_envs=16,
-    n_steps=64,
-    batch_size=512,
-    n_epochs=1,
-    eval_interval=1024,
-    eval_games=4,
-    checkpoint_interval=1024,
-    net_arch=[32, 32],
-    progress=False,
-)
+TINY = dict(SMALL_RUN, total_timesteps=2048, checkpoint_interval=1024)
 
 
 @pytest.fixture(scope="module")
