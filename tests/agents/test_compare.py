@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from games_csv_files import games_csv
 
 from agents.evaluation.compare import (
     PairingError,
@@ -18,19 +19,6 @@ from agents.evaluation.compare import (
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
-HEADER = ("seed,game,deal,rotation,rounds,truncated,agent_0_total,agent_0_win_share,"
-          "agent_1_total,agent_1_win_share")
-
-
-def games_csv(path: Path, seed: int, rows: list[tuple[int, int, float]]) -> Path:
-    """A --games-csv file of two agents: rows of (deal, rotation, agent 0's win share)."""
-    lines = [HEADER] + [
-        f"{seed},{g},{deal},{rotation},3,0,{50 if share else 90},{share},"
-        f"{90 if share else 50},{1 - share}"
-        for g, (deal, rotation, share) in enumerate(rows)
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def test_paired_runs__known_answer_over_the_whole_deal_groups_in_common(tmp_path):

@@ -6,30 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
+from games_csv_files import games_csv
 
 from agents.cli.compare import main
 from agents.cli.evaluate import main as evaluate_main
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
-HEADER = ("seed,game,deal,rotation,rounds,truncated,agent_0_total,agent_0_win_share,"
-          "agent_1_total,agent_1_win_share")
-
-
-def _games_csv(path: Path, seed: int, rows: list[tuple[int, int, float]]) -> Path:
-    """A --games-csv file of two agents: rows of (deal, rotation, agent 0's win share)."""
-    lines = [HEADER] + [
-        f"{seed},{g},{deal},{rotation},3,0,{50 if share else 90},{share},"
-        f"{90 if share else 50},{1 - share}"
-        for g, (deal, rotation, share) in enumerate(rows)
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def test_compare_runs__prints_both_win_rates_and_the_paired_difference(tmp_path, capsys):
-    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0), (1, 0, 1), (1, 1, 1)])
-    second = _games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1), (1, 0, 0.5), (1, 1, 1)])
+    first = games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0), (1, 0, 1), (1, 1, 1)])
+    second = games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1), (1, 0, 0.5), (1, 1, 1)])
     assert main(["runs", str(first), str(second)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "agent 0, 2 deal groups in common, seed 7"
@@ -41,8 +29,8 @@ def test_compare_runs__prints_both_win_rates_and_the_paired_difference(tmp_path,
 def test_compare_runs__a_closed_stdout_pipe_exits_141_without_a_traceback(
     tmp_path, run_into_closed_pipe
 ):
-    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
-    second = _games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1)])
+    first = games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    second = games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1)])
     completed = run_into_closed_pipe("agents.cli.compare", ["runs", str(first), str(second)],
                                      tmp_path)
     assert completed.returncode == 141
@@ -54,7 +42,7 @@ def test_compare__a_broken_pipe_other_than_standard_output_is_raised(tmp_path, m
         raise BrokenPipeError(32, "Broken pipe")
 
     monkeypatch.setattr("agents.cli.compare.compare_runs", lost_worker_socket)
-    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    first = games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
     with pytest.raises(BrokenPipeError):
         main(["runs", str(first), str(first)])
 
@@ -64,8 +52,8 @@ def test_compare_runs__a_long_name_widens_the_first_column_to_keep_the_columns_a
 ):
     long_dir = tmp_path / ("a_directory_name_much_longer_than_forty_characters_" * 2)
     long_dir.mkdir()
-    first = _games_csv(long_dir / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
-    second = _games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1)])
+    first = games_csv(long_dir / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    second = games_csv(tmp_path / "b.csv", 7, [(0, 0, 1), (0, 1, 1)])
     assert main(["runs", str(first), str(second)]) == 0
     header, first_row, second_row = capsys.readouterr().out.splitlines()[1:4]
     column = header.index("win rate")
@@ -97,13 +85,13 @@ def test_compare_runs__the_same_evaluate_run_twice_differs_by_zero(tmp_path, cap
 def test_compare_runs__runs_that_cannot_be_paired_are_one_line_exit_2(
     tmp_path, capsys, second, extra, message
 ):
-    first = _games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
+    first = games_csv(tmp_path / "a.csv", 7, [(0, 0, 1), (0, 1, 0)])
     paths = {
-        "other_seed": _games_csv(tmp_path / "b.csv", 8, [(0, 0, 1), (0, 1, 0)]),
+        "other_seed": games_csv(tmp_path / "b.csv", 8, [(0, 0, 1), (0, 1, 0)]),
         "json": tmp_path / "report.json",
         "missing": tmp_path / "missing.csv",
         "same": first,
-        "disjoint": _games_csv(tmp_path / "c.csv", 7, [(1, 0, 1), (1, 1, 0)]),
+        "disjoint": games_csv(tmp_path / "c.csv", 7, [(1, 0, 1), (1, 1, 0)]),
     }
     (tmp_path / "report.json").write_text('{"games": 2}\n')
     assert main(["runs", str(first), str(paths[second]), *extra]) == 2
