@@ -3,7 +3,6 @@ workers; Ray imported only when asked for; a one-line error when it is missing."
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,17 +29,6 @@ RULES = SkyjoRules()
 #: 5 games in chunks of 2: three chunks, the last one short
 TINY = {"rules": RULES, "teacher_spec": "ev", "games": 5, "seed": 11, "teacher_seed": 12,
         "chunk_games": 2}
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    """One local Ray for the whole file (about 4 s to start); the caller's SIGTERM kept."""
-    ray = pytest.importorskip("ray")
-    previous = signal.getsignal(signal.SIGTERM)
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
-    signal.signal(signal.SIGTERM, previous)
-    yield ray
-    ray.shutdown()
 
 
 def test_chunk_sizes__fixed_chunks_then_the_remainder():

@@ -4,7 +4,6 @@ a stop that cancels; and Ray imported only when asked for."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 
@@ -25,17 +24,6 @@ def _seeded_draws():
 
 
 seeded_draws = _seeded_draws()
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    """One local Ray (2 CPUs) for the whole file; the caller's SIGTERM handler kept."""
-    ray = pytest.importorskip("ray")
-    previous = signal.getsignal(signal.SIGTERM)
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
-    signal.signal(signal.SIGTERM, previous)
-    yield ray
-    ray.shutdown()
 
 
 def test_run_chunks__in_process_is_the_plain_loop_and_reports_each_chunk():
