@@ -41,11 +41,11 @@ def averaged_state(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Ten
 def average_checkpoints(out: Path, paths: list[Path]) -> Path:
     """Write the weight average of the checkpoints ``paths`` to ``out`` (with the first
     checkpoint's metadata); returns the path written."""
-    policy = load_policy(paths[0], trainable=True)  # trainable: save_checkpoint wants an optimizer
+    metadata = read_metadata(paths[0])  # save_checkpoint renews its format and integrity
+    # trainable: save_checkpoint saves an optimizer state too
+    policy = load_policy(paths[0], metadata, trainable=True)
     states = [policy.state_dict()] + [load_policy(path).state_dict() for path in paths[1:]]
     policy.load_state_dict(averaged_state(states))
-    metadata = {key: value for key, value in read_metadata(paths[0]).items()
-                if key not in ("integrity", "format")}
     return save_checkpoint(SimpleNamespace(policy=policy), out, metadata)
 
 
