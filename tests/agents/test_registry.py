@@ -209,7 +209,7 @@ def test_make_agent__ppo_corrupt_checkpoint(tmp_path, monkeypatch):
 def test_make_agent__ppo_best_is_the_strongest_shipped_network_for_the_table_size():
     from agents.registry import MODELS_DIR, best_network, checkpoint_path
 
-    for players, name in ((2, "ppo_2p_long"), (4, "ppo_4p_long")):
+    for players, name in ((2, "ppo_2p_long_ev"), (4, "ppo_4p_long")):
         rules = SkyjoRules().replace(num_players=players)
         assert best_network(players) == MODELS_DIR / f"{name}.zip"
         assert checkpoint_path("search:ppo:best", players) == str(MODELS_DIR / f"{name}.zip")
